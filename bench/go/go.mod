@@ -1,0 +1,3 @@
+module bobbinbench
+
+go 1.19
