@@ -1,0 +1,227 @@
+/*
+ * gtls.c — every G gets its own TLS block and TCB (glibc's struct pthread).
+ *
+ * Why: unmodified code caches &errno across calls (__errno_location is
+ * const), keeps __thread variables, a locale, malloc's tcache and stdio lock
+ * owners in TLS. A G that moves between OS threads must carry all of that, so
+ * the fs base follows the G (DESIGN.md §3.1).
+ *
+ * A block comes from ld.so's _dl_allocate_tls(NULL), which lays out the static
+ * TLS of every loaded module and zeroes the TCB; we then fill in the fields of
+ * struct pthread that glibc reads on a running thread. The offsets are those
+ * of glibc 2.36 on x86_64; bb_tls_init checks them against glibc's own
+ * _thread_db_* descriptors and __rseq_offset, and refuses (bobbin steps aside)
+ * on any mismatch.
+ *
+ * Blocks are never returned to ld.so: glibc exports no way to free a dead
+ * thread's malloc tcache, so a block stays with its G on the free lists and
+ * is re-initialised when the G is reused (libc's own block keeps its tcache,
+ * arena and strerror buffers; every other module's block is reset to its
+ * initial image). Nothing is leaked per thread.
+ *
+ * Must never be called on a G's TCB from scheduler code (g0 only calls the
+ * _alloc/_prepare functions, which write into another G's block).
+ */
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <resolv.h>
+#undef p_type /* resolv.h maps it to a function name */
+
+/* struct pthread, glibc 2.36 x86_64 (nptl/descr.h, sysdeps/x86_64/nptl/tls.h) */
+enum {
+	OFF_HEADER_TCB = 0x00,
+	OFF_HEADER_SELF = 0x10,
+	OFF_MULTIPLE_THREADS = 0x18,
+	OFF_SYSINFO = 0x20,
+	OFF_STACK_GUARD = 0x28,
+	OFF_POINTER_GUARD = 0x30,
+	OFF_FEATURE_1 = 0x48,
+	OFF_LIST = 704,
+	OFF_TID = 720,
+	OFF_ROBUST_PREV = 728,
+	OFF_ROBUST_HEAD = 736,
+	OFF_CANCELHANDLING = 776,
+	OFF_SPECIFIC_1STBLOCK = 784,
+	OFF_SPECIFIC = 1296,
+	OFF_USER_STACK = 1554,
+	OFF_START_ROUTINE = 1592,
+	OFF_STACKBLOCK = 1680,
+	OFF_STACKBLOCK_SIZE = 1688,
+	OFF_GUARDSIZE = 1696,
+	OFF_REPORTED_GUARDSIZE = 1704,
+	OFF_RES = 1720,
+	OFF_RSEQ = 2336,
+	SIZEOF_PTHREAD = 2368,
+};
+
+long bb_off_g_in_tcb = OFF_START_ROUTINE; /* struct pthread's start_routine:
+					     never read for a G, so it holds the G */
+
+static void *(*dl_allocate_tls)(void *);
+static void (*ctype_init)(void);
+static void (*call_tls_dtors)(void);
+static void (*res_iclose)(res_state, bool);
+static long resp_off;    /* offset of libc's __resp TLS variable from the tp */
+static char proto[0x50]; /* TCB header words copied from the initial thread */
+
+/* static TLS blocks of modules other than libc, reset when a block is reused */
+#define MAX_TLS_MODS 64
+static struct tlsmod {
+	long off;         /* block address - tp */
+	const void *image;
+	size_t filesz, memsz;
+} mods[MAX_TLS_MODS];
+static int nmods;
+
+static int check_desc(const char *name, uint32_t want_off)
+{
+	const uint32_t *d = dlvsym(RTLD_DEFAULT, name, "GLIBC_PRIVATE");
+	/* DB_STRUCT_FIELD descriptors are {size in bits, count, offset} */
+	if (d == NULL || d[2] != want_off) {
+		bb_printf("bobbin: glibc's %s is %s, expected offset %u; not a glibc bobbin "
+			  "knows, running natively\n",
+			  name, d ? "at another offset" : "missing", want_off);
+		return -1;
+	}
+	return 0;
+}
+
+static int find_mods(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t tp = (uintptr_t)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_TLS || info->dlpi_tls_data == NULL)
+			continue;
+		if (strstr(info->dlpi_name, "/libc.so.6") != NULL)
+			continue; /* libc's block is kept: see the file comment */
+		if (nmods == MAX_TLS_MODS)
+			return 1;
+		mods[nmods].off = (long)((uintptr_t)info->dlpi_tls_data - tp);
+		mods[nmods].image = (const void *)(info->dlpi_addr + ph->p_vaddr);
+		mods[nmods].filesz = ph->p_filesz;
+		mods[nmods].memsz = ph->p_memsz;
+		nmods++;
+	}
+	return 0;
+}
+
+int bb_tls_init(void)
+{
+	const char *v = gnu_get_libc_version();
+	if (strcmp(v, "2.36") != 0) {
+		bb_printf("bobbin: glibc %s is not one bobbin knows (2.36); running natively\n", v);
+		return -1;
+	}
+	const uint32_t *sz = dlvsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread", "GLIBC_PRIVATE");
+	if (sz == NULL || *sz != SIZEOF_PTHREAD) {
+		bb_printf("bobbin: glibc's struct pthread has an unexpected size; running natively\n");
+		return -1;
+	}
+	if (check_desc("_thread_db_pthread_tid", OFF_TID) ||
+	    check_desc("_thread_db_pthread_list", OFF_LIST) ||
+	    check_desc("_thread_db_pthread_specific", OFF_SPECIFIC) ||
+	    check_desc("_thread_db_pthread_cancelhandling", OFF_CANCELHANDLING) ||
+	    check_desc("_thread_db_pthread_start_routine", OFF_START_ROUTINE))
+		return -1;
+	const long *rseq_off = dlsym(RTLD_DEFAULT, "__rseq_offset");
+	if (rseq_off == NULL || *rseq_off != OFF_RSEQ) {
+		bb_printf("bobbin: glibc's rseq area is not where bobbin expects it; running natively\n");
+		return -1;
+	}
+	dl_allocate_tls = (void *(*)(void *))dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+	ctype_init = (void (*)(void))dlvsym(RTLD_DEFAULT, "__ctype_init", "GLIBC_PRIVATE");
+	call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
+	res_iclose = (void (*)(res_state, bool))dlvsym(RTLD_DEFAULT, "__res_iclose", "GLIBC_PRIVATE");
+	void *resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");
+	if (!dl_allocate_tls || !ctype_init || !call_tls_dtors || !resp) {
+		bb_printf("bobbin: glibc's private TLS entry points are missing; running natively\n");
+		return -1;
+	}
+	uintptr_t tp = bb_getfsbase();
+	resp_off = (long)((uintptr_t)resp - tp);
+	memcpy(proto, (void *)tp, sizeof proto);
+	if (dl_iterate_phdr(find_mods, (void *)tp) != 0) {
+		bb_printf("bobbin: more than %d modules with TLS; running natively\n", MAX_TLS_MODS);
+		return -1;
+	}
+	return 0;
+}
+
+void *bb_tcb_alloc(void)
+{
+	char *t = dl_allocate_tls(NULL);
+	if (t == NULL)
+		return NULL;
+	memcpy(t + OFF_SYSINFO, proto + OFF_SYSINFO, 8);
+	memcpy(t + OFF_STACK_GUARD, proto + OFF_STACK_GUARD, 8);
+	memcpy(t + OFF_POINTER_GUARD, proto + OFF_POINTER_GUARD, 8);
+	memcpy(t + OFF_FEATURE_1, proto + OFF_FEATURE_1, 4);
+	*(void **)(t + OFF_HEADER_TCB) = t;
+	*(void **)(t + OFF_HEADER_SELF) = t;
+	*(int *)(t + OFF_MULTIPLE_THREADS) = 1; /* else malloc drops its lock prefix */
+	void **list = (void **)(t + OFF_LIST);
+	list[0] = list[1] = list; /* a list_del on it is harmless */
+	*(void **)(t + OFF_ROBUST_PREV) = t + OFF_ROBUST_HEAD;
+	void **rh = (void **)(t + OFF_ROBUST_HEAD);
+	rh[0] = rh;              /* empty robust list */
+	rh[1] = (void *)-32L;    /* futex_offset, as NPTL sets it */
+	rh[2] = NULL;
+	*(void **)(t + OFF_SPECIFIC) = t + OFF_SPECIFIC_1STBLOCK;
+	*(uint8_t *)(t + OFF_USER_STACK) = 1; /* glibc must never free "its" stack */
+	*(uint32_t *)(t + OFF_RSEQ + 4) = (uint32_t)-2; /* cpu_id: not registered */
+	*(void **)(t + resp_off) = t + OFF_RES;
+	return t;
+}
+
+void bb_tcb_prepare(bb_g *gp, bool reused)
+{
+	char *t = gp->tcb;
+	if (reused) {
+		for (int i = 0; i < nmods; i++) {
+			char *blk = t + mods[i].off;
+			memcpy(blk, mods[i].image, mods[i].filesz);
+			memset(blk + mods[i].filesz, 0, mods[i].memsz - mods[i].filesz);
+		}
+		memset(t + OFF_SPECIFIC_1STBLOCK, 0, OFF_SPECIFIC - OFF_SPECIFIC_1STBLOCK);
+		*(int *)(t + OFF_CANCELHANDLING) = 0;
+	}
+	/* a tid no kernel thread can have (above pid_max's 2^22 limit) */
+	*(int *)(t + OFF_TID) = (int)(0x40000000u | (uint32_t)(gp->goid & 0x3fffffff));
+	*(void **)(t + OFF_START_ROUTINE) = gp;
+	*(void **)(t + OFF_STACKBLOCK) = (void *)(gp->stack_lo);
+	*(size_t *)(t + OFF_STACKBLOCK_SIZE) = gp->stack_hi - gp->stack_lo;
+	*(size_t *)(t + OFF_GUARDSIZE) = gp->guardsize;
+	*(size_t *)(t + OFF_REPORTED_GUARDSIZE) = gp->guardsize;
+}
+
+/* the initial thread's TCB becomes G1's: only the G back-pointer is ours */
+void bb_tcb_adopt_main(bb_g *gp)
+{
+	*(void **)((char *)gp->tcb + OFF_START_ROUTINE) = gp;
+}
+
+void bb_tcb_on_g_start(bb_g *gp)
+{
+	errno = 0;
+	ctype_init();
+}
+
+void bb_tcb_on_g_exit(bb_g *gp)
+{
+	call_tls_dtors(); /* C++ thread_local destructors */
+	uselocale(LC_GLOBAL_LOCALE);
+	res_state rs = (res_state)((char *)gp->tcb + OFF_RES);
+	if (rs->options & RES_INIT) {
+		if (res_iclose)
+			res_iclose(rs, true);
+		memset(rs, 0, sizeof *rs);
+	}
+}

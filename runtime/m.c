@@ -1,0 +1,96 @@
+/*
+ * m.c — Ms: OS threads made with the real pthread_create (so glibc knows
+ * them: malloc arenas, __libc_single_threaded, their own TCB), parked on a
+ * futex when idle and reused. Each M's g0 runs the scheduler on the M's own
+ * stack and TCB; gs base points at the M.
+ *
+ * The number of Ms is capped (BOBBIN_MAXTHREADS, default 10,000): past it,
+ * startm fails with one clear line and the P goes back to the idle list.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+sigset_t bb_initial_sigmask; /* the mask every M runs with (per-G masks: later) */
+
+int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
+
+void bb_acquirep(bb_p *pp);
+__attribute__((noreturn)) void bb_schedule(void);
+
+bb_m *bb_allocm(void)
+{
+	bb_m *mp = calloc(1, sizeof *mp);
+	if (mp == NULL)
+		return NULL;
+	mp->self = mp;
+	mp->id = atomic_fetch_add_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
+	mp->fastrand[0] = (uint32_t)(0x9e3779b9u * (uint32_t)(mp->id + 1));
+	mp->fastrand[1] = (uint32_t)bb_nanotime() | 1;
+	return mp;
+}
+
+void bb_m_on_thread_start(bb_m *mp)
+{
+	bb_setgsbase((uintptr_t)mp);
+	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
+	/* an idle M's usleep in runqgrab must be microseconds, not the default
+	 * 50 µs of timer slack */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	bb_stack_signal_init(mp);
+}
+
+static void *mstart(void *arg)
+{
+	bb_m *mp = arg;
+	mp->tcb = (void *)bb_getfsbase();
+	/* g0's stack starts just below this frame; mstart never returns */
+	mp->g0sp = ((uintptr_t)__builtin_frame_address(0) - 512) & ~(uintptr_t)15;
+	bb_m_on_thread_start(mp);
+	pthread_sigmask(SIG_SETMASK, &bb_initial_sigmask, NULL);
+	bb_acquirep(mp->nextp);
+	mp->nextp = NULL;
+	bb_schedule();
+}
+
+/* Start an OS thread for a new M that will run with pp. Returns 0 or an errno. */
+int bb_newm(bb_p *pp, bool spinning)
+{
+	if (atomic_load_explicit(&bb_sched_.mcount, memory_order_relaxed) >= bb_cfg.maxthreads) {
+		static _Atomic int warned;
+		if (!atomic_exchange(&warned, 1))
+			bb_printf("bobbin: reached BOBBIN_MAXTHREADS=%d OS threads; not starting more\n",
+				  bb_cfg.maxthreads);
+		return EAGAIN;
+	}
+	bb_m *mp = bb_allocm();
+	if (mp == NULL)
+		return EAGAIN;
+	mp->nextp = pp;
+	mp->spinning = spinning;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* the new thread starts with every signal blocked until its gs base is
+	 * set (a handler may look at the M); mstart then takes the initial mask */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	int err = bb_real_pthread_create(&th, &attr, mstart, mp);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (err != 0) {
+		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
+		free(mp);
+	}
+	return err;
+}

@@ -1,0 +1,750 @@
+/*
+ * proc.c — the scheduler: schedule, findrunnable, park/ready, G creation and
+ * exit, idle P and M lists, spinning Ms and wakep (Go's proc.go).
+ *
+ * The rules, as in Go:
+ *  - An M runs a G only while it holds a P; at most bb_gomaxprocs Gs run.
+ *  - schedule() runs on g0 (the M's own stack and TCB), never on a G.
+ *  - A G readied by another (goready, newproc) goes into runnext of the
+ *    waker's P and inherits the time slice; then wakep() makes sure some M
+ *    spins looking for work while an idle P exists.
+ *  - A spinning M that finds work stops spinning and, if it was the last
+ *    spinner, wakes another (resetspinning): so no work is stranded while a
+ *    P is idle, and at most half of the busy Ps' worth of Ms burn CPU looking.
+ *  - An M that drops spinning re-checks every run queue before it sleeps:
+ *    a G queued after its last look has seen nmspinning == 0 and woken a
+ *    new M, or is seen by this re-check. No wake-up is lost.
+ *
+ * Lock ranks (HACKING.md): g->lock, then a sema bucket lock, then sched.lock;
+ * gflock is a leaf. No lock is held across a G switch except the one that
+ * gopark's unlockf releases on g0.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+bb_p **bb_allp;
+int32_t bb_gomaxprocs;
+bool bb_active;
+void (*bb_g_exit_hook)(bb_g *gp);
+
+static size_t g0_stacksize = 256 * 1024;
+
+bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to)
+{
+	uint32_t old = from;
+	/* acq_rel: the status hands ownership of the G's context between Ms */
+	if (atomic_compare_exchange_strong_explicit(&gp->status, &old, to, memory_order_acq_rel,
+						    memory_order_acquire))
+		return true;
+	bb_throw("casgstatus: G%llu is in status %u, not %u (to %u)",
+		 (unsigned long long)gp->goid, old, from, to);
+}
+
+/* ---- idle P list: sched.lock held ---- */
+
+static void pidleput(bb_p *pp)
+{
+	if (!bb_runqempty(pp))
+		bb_throw("pidleput: P%d has runnable Gs", pp->id);
+	atomic_store_explicit(&pp->status, Pidle, memory_order_relaxed);
+	pp->m = NULL;
+	pp->link = bb_sched_.pidle;
+	bb_sched_.pidle = pp;
+	atomic_fetch_add_explicit(&bb_sched_.npidle, 1, memory_order_relaxed);
+}
+
+static bb_p *pidleget(void)
+{
+	bb_p *pp = bb_sched_.pidle;
+	if (pp) {
+		bb_sched_.pidle = pp->link;
+		atomic_fetch_sub_explicit(&bb_sched_.npidle, 1, memory_order_relaxed);
+	}
+	return pp;
+}
+
+/* ---- idle M list: sched.lock held ---- */
+
+static void mput(bb_m *mp)
+{
+	mp->schedlink = bb_sched_.midle;
+	bb_sched_.midle = mp;
+	bb_sched_.nmidle++;
+}
+
+static bb_m *mget(void)
+{
+	bb_m *mp = bb_sched_.midle;
+	if (mp) {
+		bb_sched_.midle = mp->schedlink;
+		bb_sched_.nmidle--;
+	}
+	return mp;
+}
+
+void bb_acquirep(bb_p *pp)
+{
+	bb_m *mp = bb_getm();
+	if (mp->p != NULL || atomic_load_explicit(&pp->status, memory_order_relaxed) != Pidle)
+		bb_throw("acquirep: M%lld already has a P, or P%d is not idle",
+			 (long long)mp->id, pp->id);
+	mp->p = pp;
+	pp->m = mp;
+	atomic_store_explicit(&pp->status, Prunning, memory_order_relaxed);
+}
+
+static bb_p *releasep(void)
+{
+	bb_m *mp = bb_getm();
+	bb_p *pp = mp->p;
+	if (pp == NULL || pp->m != mp)
+		bb_throw("releasep: inconsistent P");
+	mp->p = NULL;
+	pp->m = NULL;
+	return pp;
+}
+
+/* ---- Ms: start, stop ---- */
+
+/* Park this M until startm hands it a P. */
+void bb_stopm(void)
+{
+	bb_m *mp = bb_getm();
+	if (mp->p || mp->spinning)
+		bb_throw("stopm: M holds a P or is spinning");
+	bb_lock_acquire(&bb_sched_.lock);
+	mput(mp);
+	bb_lock_release(&bb_sched_.lock);
+	bb_notesleep(&mp->park);
+	bb_noteclear(&mp->park);
+	bb_acquirep(mp->nextp);
+	mp->nextp = NULL;
+}
+
+/* Run some M on pp (or on an idle P if pp is NULL). spinning: the caller
+ * already counted the new M in nmspinning. */
+void bb_startm(bb_p *pp, bool spinning)
+{
+	bb_lock_acquire(&bb_sched_.lock);
+	if (pp == NULL) {
+		pp = pidleget();
+		if (pp == NULL) {
+			bb_lock_release(&bb_sched_.lock);
+			if (spinning)
+				atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
+			return;
+		}
+	}
+	bb_m *nmp = mget();
+	bb_lock_release(&bb_sched_.lock);
+	if (nmp == NULL) {
+		int saved = errno;
+		int err = bb_newm(pp, spinning);
+		errno = saved;
+		if (err != 0) {
+			/* no OS thread to be had: the work stays queued for the Ms
+			 * that exist, and the P goes back to the idle list */
+			bb_lock_acquire(&bb_sched_.lock);
+			pidleput(pp);
+			bb_lock_release(&bb_sched_.lock);
+			if (spinning)
+				atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
+		}
+		return;
+	}
+	if (nmp->spinning || nmp->nextp)
+		bb_throw("startm: idle M is spinning or has a P");
+	nmp->spinning = spinning;
+	nmp->nextp = pp;
+	bb_notewakeup(&nmp->park);
+}
+
+/* Make sure an M is looking for work when a G was just made runnable. */
+void bb_wakep(void)
+{
+	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) == 0)
+		return;
+	int32_t zero = 0;
+	if (atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) != 0 ||
+	    !atomic_compare_exchange_strong_explicit(&bb_sched_.nmspinning, &zero, 1,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return;
+	bb_startm(NULL, true);
+}
+
+static void resetspinning(void)
+{
+	bb_m *mp = bb_getm();
+	mp->spinning = false;
+	int32_t n = atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_acq_rel) - 1;
+	if (n < 0)
+		bb_throw("resetspinning: negative nmspinning");
+	/* we were the last spinner and found work: there may be more, so let
+	 * another M look (the spinning M "hands the baton" on) */
+	bb_wakep();
+}
+
+/* ---- running a G ---- */
+
+__attribute__((noreturn)) static void execute(bb_g *gp, bool inherit_time)
+{
+	bb_m *mp = bb_getm();
+	mp->curg = gp;
+	gp->m = mp;
+	bb_casgstatus(gp, Grunnable, Grunning);
+	if (!inherit_time)
+		mp->p->schedtick++;
+	bb_gogo(&gp->ctx);
+}
+
+static bb_g *stealwork(bb_p *pp)
+{
+	for (int round = 0; round < 4; round++) {
+		bool last = round == 3; /* runnext only as a last resort */
+		uint32_t start = bb_fastrand();
+		for (int32_t k = 0; k < bb_gomaxprocs; k++) {
+			bb_p *p2 = bb_allp[(start + (uint32_t)k) % (uint32_t)bb_gomaxprocs];
+			if (p2 == pp)
+				continue;
+			bb_g *gp = bb_runqsteal(pp, p2, last);
+			if (gp)
+				return gp;
+		}
+	}
+	return NULL;
+}
+
+/* Find a runnable G; blocks (parks the M) until there is one. On return the
+ * M holds a P. */
+static bb_g *findrunnable(bool *inherit_time)
+{
+	bb_m *mp = bb_getm();
+top:;
+	bb_p *pp = mp->p;
+	bb_g *gp = bb_runqget(pp, inherit_time);
+	if (gp)
+		return gp;
+	*inherit_time = false;
+	if (atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
+		bb_lock_acquire(&bb_sched_.lock);
+		gp = bb_globrunqget(pp, 0);
+		bb_lock_release(&bb_sched_.lock);
+		if (gp)
+			return gp;
+	}
+	/* steal, if not too many Ms are already spinning */
+	int32_t busy = bb_gomaxprocs - atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed);
+	if (mp->spinning ||
+	    2 * atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) < busy) {
+		if (!mp->spinning) {
+			mp->spinning = true;
+			atomic_fetch_add_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
+		}
+		gp = stealwork(pp);
+		if (gp)
+			return gp;
+	}
+	/* nothing: give up the P */
+	bb_lock_acquire(&bb_sched_.lock);
+	if (bb_sched_.runqsize > 0) {
+		gp = bb_globrunqget(pp, 0);
+		bb_lock_release(&bb_sched_.lock);
+		return gp;
+	}
+	releasep();
+	pidleput(pp);
+	bb_lock_release(&bb_sched_.lock);
+
+	if (mp->spinning) {
+		mp->spinning = false;
+		if (atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_acq_rel) <= 0)
+			bb_throw("findrunnable: negative nmspinning");
+		/* re-check after dropping spinning: see the file comment */
+		for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+			if (!bb_runqempty(bb_allp[i]) ||
+			    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
+				bb_lock_acquire(&bb_sched_.lock);
+				bb_p *p2 = pidleget();
+				bb_lock_release(&bb_sched_.lock);
+				if (p2) {
+					bb_acquirep(p2);
+					mp->spinning = true;
+					atomic_fetch_add_explicit(&bb_sched_.nmspinning, 1,
+								  memory_order_relaxed);
+					goto top;
+				}
+				break;
+			}
+		}
+	}
+	bb_stopm();
+	goto top;
+}
+
+/* One round of scheduling: find a G and run it. g0 only; never returns. */
+void bb_schedule(void)
+{
+	bb_m *mp = bb_getm();
+	if (mp->p == NULL || mp->curg != NULL)
+		bb_throw("schedule: M without a P, or with a G");
+	bb_p *pp = mp->p;
+	bb_g *gp = NULL;
+	bool inherit = false;
+	/* fairness: every 61st tick look at the global queue first, so two Gs
+	 * that keep readying each other cannot starve it */
+	if (pp->schedtick % 61 == 0 &&
+	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
+		bb_lock_acquire(&bb_sched_.lock);
+		gp = bb_globrunqget(pp, 1);
+		bb_lock_release(&bb_sched_.lock);
+	}
+	if (gp == NULL)
+		gp = findrunnable(&inherit);
+	if (mp->spinning)
+		resetspinning();
+	execute(gp, inherit);
+}
+
+/* ---- switching away from a G (these run on g0 through bb_mcall) ---- */
+
+static inline void mcall(void (*fn)(bb_g *))
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+}
+
+static void park_m(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	bool (*unlockf)(bb_g *, void *) = mp->waitunlockf;
+	void *arg = mp->waitarg;
+	mp->waitunlockf = NULL;
+	mp->waitarg = NULL;
+	/* the G's context is saved: once it is Gwaiting, a goready on another M
+	 * may run it at once, so nothing of the G is touched after unlockf */
+	bb_casgstatus(gp, Grunning, Gwaiting);
+	mp->curg = NULL;
+	gp->m = NULL;
+	if (unlockf && !unlockf(gp, arg)) {
+		bb_casgstatus(gp, Gwaiting, Grunnable);
+		execute(gp, true);
+	}
+	bb_schedule();
+}
+
+void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	gp->waitreason = reason;
+	mp->waitunlockf = unlockf; /* read by park_m on this M's g0 */
+	mp->waitarg = arg;
+	bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	gp->waitreason = waitReasonZero;
+}
+
+void bb_goready(bb_g *gp)
+{
+	bb_casgstatus(gp, Gwaiting, Grunnable);
+	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	if (mp && mp->p) {
+		bb_runqput(mp->p, gp, true);
+	} else {
+		bb_lock_acquire(&bb_sched_.lock);
+		bb_globrunqput(gp);
+		bb_lock_release(&bb_sched_.lock);
+	}
+	bb_wakep();
+}
+
+static void gosched_m(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	bb_casgstatus(gp, Grunning, Grunnable);
+	mp->curg = NULL;
+	gp->m = NULL;
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_globrunqput(gp);
+	bb_lock_release(&bb_sched_.lock);
+	bb_schedule();
+}
+
+/* sched_yield: let every other runnable G go first (Go's Gosched puts the G
+ * on the global queue). With nothing else runnable it returns at once. */
+void bb_gosched(void)
+{
+	bb_m *mp = bb_getm();
+	if (bb_runqempty(mp->p) &&
+	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
+		return;
+	mcall(gosched_m);
+}
+
+/* ---- G free lists ---- */
+
+static void gfput(bb_p *pp, bb_g *gp)
+{
+	gp->schedlink = pp->gfree;
+	pp->gfree = gp;
+	if (++pp->gfreecnt < BB_GFREE_LOCAL_MAX)
+		return;
+	/* spill half to the global list, giving their stack pages back */
+	bb_g *head = NULL, *tail = NULL;
+	int32_t n = 0;
+	while (pp->gfreecnt > BB_GFREE_LOCAL_MAX / 2) {
+		bb_g *g1 = pp->gfree;
+		pp->gfree = g1->schedlink;
+		pp->gfreecnt--;
+		bb_stackrelease(g1);
+		g1->schedlink = head;
+		head = g1;
+		if (tail == NULL)
+			tail = g1;
+		n++;
+	}
+	bb_lock_acquire(&bb_sched_.gflock);
+	tail->schedlink = bb_sched_.gfree;
+	bb_sched_.gfree = head;
+	bb_sched_.ngfree += n;
+	bb_lock_release(&bb_sched_.gflock);
+}
+
+static bb_g *gfget(bb_p *pp)
+{
+	if (pp->gfree == NULL && bb_sched_.ngfree > 0) {
+		bb_lock_acquire(&bb_sched_.gflock);
+		while (pp->gfreecnt < BB_GFREE_LOCAL_MAX / 2 && bb_sched_.gfree) {
+			bb_g *g1 = bb_sched_.gfree;
+			bb_sched_.gfree = g1->schedlink;
+			bb_sched_.ngfree--;
+			g1->schedlink = pp->gfree;
+			pp->gfree = g1;
+			pp->gfreecnt++;
+		}
+		bb_lock_release(&bb_sched_.gflock);
+	}
+	bb_g *gp = pp->gfree;
+	if (gp) {
+		pp->gfree = gp->schedlink;
+		pp->gfreecnt--;
+		gp->schedlink = NULL;
+	}
+	return gp;
+}
+
+/* A dead G goes back to the caller's P. Its TCB stays with it; a stack that
+ * is not of the default size is unmapped now. */
+void bb_gfree(bb_g *gp)
+{
+	if (gp->is_main)
+		return;
+	if (gp->user_stack || gp->stack_mapsize != bb_default_stacksize() + 4096) {
+		if (!gp->user_stack)
+			bb_stackfree(gp);
+		gp->stack_map = NULL;
+		gp->user_stack = false;
+		gp->stack_lo = gp->stack_hi = 0;
+	}
+	gp->joiner = NULL;
+	gp->detached = gp->exited = gp->joined = false;
+	bb_m *mp = bb_getm();
+	gfput(mp->p, gp);
+}
+
+/* ---- creating and ending Gs ---- */
+
+bb_g *bb_g_from_tcb(void *tcb)
+{
+	if (tcb == NULL)
+		return NULL;
+	bb_g *gp = *(bb_g **)((char *)tcb + bb_off_g_in_tcb);
+	if (gp == NULL || gp->magic != BB_G_MAGIC || gp->tcb != tcb)
+		return NULL;
+	return gp;
+}
+
+void bb_gmain(bb_g *gp)
+{
+	bb_tcb_on_g_start(gp);
+	void *res = gp->fn(gp->arg);
+	bb_goexit(res);
+}
+
+static void goexit0(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	mp->curg = NULL;
+	gp->m = NULL;
+	bb_lock_acquire(&gp->lock);
+	bb_casgstatus(gp, Grunning, Gdead);
+	bb_g *joiner = NULL;
+	bool detached = gp->detached;
+	if (!detached) {
+		gp->exited = true;
+		joiner = gp->joiner;
+	}
+	bb_lock_release(&gp->lock);
+	if (detached)
+		bb_gfree(gp);
+	else if (joiner)
+		bb_goready(joiner);
+	bb_schedule();
+}
+
+void bb_goexit(void *result)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	gp->result = result;
+	if (bb_g_exit_hook)
+		bb_g_exit_hook(gp); /* TSD destructors, on the G */
+	bb_tcb_on_g_exit(gp);
+	if (atomic_fetch_sub_explicit(&bb_sched_.nlive, 1, memory_order_acq_rel) == 1)
+		exit(0); /* the last thread ended: as NPTL, the process exits 0 */
+	mp = bb_getm(); /* destructors may have moved us to another M */
+	bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	__builtin_unreachable();
+}
+
+static void current_fpenv(bb_ctx *c)
+{
+	__asm__ volatile("stmxcsr %0" : "=m"(c->mxcsr));
+	__asm__ volatile("fnstcw %0" : "=m"(c->fpucw));
+}
+
+/* Make a new G running fn(arg). On a G holding a P. *err = errno on failure. */
+bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
+{
+	size_t stacksize = attr->stacksize, guardsize = attr->guardsize;
+	void *stackaddr = attr->stackaddr;
+	bb_m *mp = bb_getm();
+	bb_p *pp = mp->p;
+	size_t defsize = bb_default_stacksize();
+	guardsize = (guardsize + 4095) & ~(size_t)4095;
+	bb_g *gp = gfget(pp);
+	bool reused = gp != NULL;
+	if (gp == NULL) {
+		gp = calloc(1, sizeof *gp);
+		if (gp == NULL)
+			goto nomem;
+		gp->tcb = bb_tcb_alloc();
+		if (gp->tcb == NULL) {
+			free(gp);
+			goto nomem;
+		}
+		gp->magic = BB_G_MAGIC;
+		atomic_store_explicit(&gp->status, Gdead, memory_order_relaxed);
+	}
+	/* the stack: the user's, the cached default one, or a fresh mapping */
+	if (stackaddr) {
+		if (gp->stack_map)
+			bb_stackfree(gp);
+		gp->stack_map = NULL;
+		gp->user_stack = true;
+		gp->stack_lo = (uintptr_t)stackaddr;
+		gp->stack_hi = (uintptr_t)stackaddr + stacksize;
+		gp->guardsize = 0;
+	} else {
+		size_t want = stacksize ? stacksize : defsize;
+		want = (want + 4095) & ~(size_t)4095;
+		if (gp->stack_map && (gp->stack_mapsize != want + guardsize || gp->guardsize != guardsize))
+			bb_stackfree(gp);
+		if (gp->stack_map == NULL && bb_stackalloc(gp, want, guardsize) != 0) {
+			gfput(pp, gp);
+			goto nomem;
+		}
+	}
+	gp->goid = (uint64_t)atomic_fetch_add_explicit(&bb_sched_.goidgen, 1, memory_order_relaxed) + 1;
+	gp->fn = fn;
+	gp->arg = arg;
+	gp->result = NULL;
+	gp->name[0] = '\0';
+	gp->waitreason = waitReasonZero;
+	gp->detached = attr->detached;
+	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
+	bb_tcb_prepare(gp, reused);
+
+	memset(&gp->ctx, 0, sizeof gp->ctx);
+	gp->ctx.rsp = gp->stack_hi & ~(uintptr_t)15;
+	gp->ctx.rip = (uint64_t)(uintptr_t)bb_gstart;
+	gp->ctx.r12 = (uint64_t)(uintptr_t)gp;
+	gp->ctx.fsbase = (uint64_t)(uintptr_t)gp->tcb;
+	current_fpenv(&gp->ctx); /* a new thread starts with its creator's FP env */
+
+	int32_t live = atomic_fetch_add_explicit(&bb_sched_.nlive, 1, memory_order_relaxed) + 1;
+	int32_t peak = atomic_load_explicit(&bb_sched_.nthreadsmax, memory_order_relaxed);
+	while (live > peak && !atomic_compare_exchange_weak_explicit(&bb_sched_.nthreadsmax, &peak,
+								     live, memory_order_relaxed,
+								     memory_order_relaxed))
+		;
+	if (attr->handle)
+		*attr->handle = gp->tcb; /* visible before the G can run, as in NPTL */
+	bb_casgstatus(gp, Gdead, Grunnable);
+	bb_runqput(pp, gp, true);
+	bb_wakep();
+	return gp;
+nomem:
+	*err = EAGAIN;
+	return NULL;
+}
+
+/* ---- join ---- */
+
+static bool unlock_g(bb_g *self, void *arg)
+{
+	bb_lock_release(&((bb_g *)arg)->lock);
+	return true;
+}
+
+/* Interim timed wait, until the per-P timer heaps arrive (issue 3): let
+ * other Gs run, and when none is runnable sleep this M for at most 1 ms. */
+static int timedwait_exit(bb_g *gp, int64_t deadline)
+{
+	for (;;) {
+		bb_lock_acquire(&gp->lock);
+		bool done = gp->exited;
+		bb_lock_release(&gp->lock);
+		if (done)
+			return 0;
+		int64_t left = deadline - bb_nanotime();
+		if (left <= 0)
+			return ETIMEDOUT;
+		bb_m *mp = bb_getm();
+		if (bb_runqempty(mp->p) && bb_sched_.runqsize == 0) {
+			struct timespec ts = {0, left < 1000000 ? left : 1000000};
+			bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		} else {
+			bb_gosched();
+		}
+	}
+}
+
+/* Wait for gp to end. Returns 0 and its result, or an errno as NPTL gives
+ * it (EBUSY for BB_JOIN_TRY, ETIMEDOUT for BB_JOIN_TIMED past deadline). */
+int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
+{
+	bb_g *self = bb_getg();
+	if (gp == self)
+		return EDEADLK;
+	bb_lock_acquire(&gp->lock);
+	if (gp->detached) {
+		bb_lock_release(&gp->lock);
+		return EINVAL;
+	}
+	if (self->joiner == gp && !gp->exited) { /* it is joining us */
+		bb_lock_release(&gp->lock);
+		return EDEADLK;
+	}
+	if (!gp->exited) {
+		if (mode == BB_JOIN_TRY) {
+			bb_lock_release(&gp->lock);
+			return EBUSY;
+		}
+		if (gp->joined) {
+			bb_lock_release(&gp->lock);
+			return EINVAL;
+		}
+		if (mode == BB_JOIN_TIMED) {
+			bb_lock_release(&gp->lock);
+			int err = timedwait_exit(gp, deadline);
+			if (err)
+				return err;
+			return bb_gjoin(gp, result, BB_JOIN_TRY, 0);
+		}
+		gp->joined = true;
+		gp->joiner = self;
+		bb_gopark(unlock_g, gp, waitReasonJoin);
+		bb_lock_acquire(&gp->lock);
+		if (!gp->exited)
+			bb_throw("join: woken before G%llu exited", (unsigned long long)gp->goid);
+	}
+	if (result)
+		*result = gp->result;
+	bb_lock_release(&gp->lock);
+	bb_gfree(gp);
+	return 0;
+}
+
+/* 0, or EINVAL if already detached; a finished G is freed at once */
+int bb_gdetach(bb_g *gp)
+{
+	bb_lock_acquire(&gp->lock);
+	if (gp->detached || gp->joined) {
+		bb_lock_release(&gp->lock);
+		return EINVAL;
+	}
+	gp->detached = true;
+	bool done = gp->exited;
+	bb_lock_release(&gp->lock);
+	if (done)
+		bb_gfree(gp);
+	return 0;
+}
+
+/* ---- start-up ---- */
+
+int bb_sched_init(void)
+{
+	bb_gomaxprocs = bb_cfg.maxprocs;
+	bb_allp = calloc((size_t)bb_gomaxprocs, sizeof *bb_allp);
+	if (bb_allp == NULL)
+		return -1;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		bb_allp[i] = aligned_alloc(64, (sizeof(bb_p) + 63) & ~(size_t)63);
+		if (bb_allp[i] == NULL)
+			return -1;
+		memset(bb_allp[i], 0, sizeof(bb_p));
+		bb_p_init(bb_allp[i], i);
+	}
+	/* M0: this OS thread. Its g0 gets a stack and a TCB of its own; the
+	 * thread's original stack and TCB stay with main, which becomes G1. */
+	bb_m *m0 = bb_allocm();
+	bb_g *g1 = calloc(1, sizeof *g1);
+	void *g0stack = mmap(NULL, g0_stacksize, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (m0 == NULL || g1 == NULL || g0stack == MAP_FAILED)
+		return -1;
+	m0->tcb = bb_tcb_alloc();
+	if (m0->tcb == NULL)
+		return -1;
+	m0->g0sp = ((uintptr_t)g0stack + g0_stacksize) & ~(uintptr_t)15;
+
+	g1->magic = BB_G_MAGIC;
+	g1->is_main = true;
+	g1->goid = (uint64_t)atomic_fetch_add(&bb_sched_.goidgen, 1) + 1;
+	g1->tcb = (void *)bb_getfsbase();
+	g1->ctx.fsbase = (uint64_t)(uintptr_t)g1->tcb;
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstack(&a, &lo, &sz);
+		pthread_attr_destroy(&a);
+		g1->stack_lo = (uintptr_t)lo;
+		g1->stack_hi = (uintptr_t)lo + sz;
+	}
+	g1->user_stack = true;
+	bb_tcb_adopt_main(g1);
+	atomic_store_explicit(&g1->status, Grunning, memory_order_relaxed);
+
+	bb_lock_acquire(&bb_sched_.lock);
+	for (int32_t i = bb_gomaxprocs - 1; i >= 1; i--)
+		pidleput(bb_allp[i]);
+	bb_lock_release(&bb_sched_.lock);
+
+	bb_m_on_thread_start(m0);
+	bb_acquirep(bb_allp[0]);
+	m0->curg = g1;
+	g1->m = m0;
+	atomic_store_explicit(&bb_sched_.nlive, 1, memory_order_relaxed);
+	atomic_store_explicit(&bb_sched_.nthreadsmax, 1, memory_order_relaxed);
+	return 0;
+}

@@ -1,0 +1,321 @@
+/*
+ * runtime.h — the G, M, P and sched structures of bobbin's scheduler.
+ *
+ * The model is Go's (src/runtime/runtime2.go): a G is a green thread (one per
+ * pthread of the program), an M is an OS thread, a P is the right to run Gs.
+ * An M must hold a P to run a G. Field names follow Go's so the two can be read
+ * side by side.
+ *
+ * Every shared field says what protects it:
+ *   "owner P"     only the M that holds this P touches it;
+ *   "sched.lock"  the global scheduler lock (rank 1: taken before g->lock? never:
+ *                 see the lock ranks in HACKING.md — sched.lock is a leaf except
+ *                 that it may be taken with no other lock held);
+ *   "atomic"      C11 atomics, with the order and its pair written at each use.
+ *
+ * This header knows nothing of which libc symbol called the runtime.
+ */
+#ifndef BB_RUNTIME_H
+#define BB_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#ifdef BB_TEST_SIZES
+#define BB_RUNQ_LEN 8u /* small, so tests reach the overflow path */
+#else
+#define BB_RUNQ_LEN 256u
+#endif
+
+#define BB_GFREE_LOCAL_MAX 64 /* dead Gs cached per P before spilling to sched */
+
+typedef struct bb_g bb_g;
+typedef struct bb_m bb_m;
+typedef struct bb_p bb_p;
+
+/* ---- saved context (read and written by asm/switch_x86_64_sysv_elf.S) ---- */
+typedef struct bb_ctx {
+	uint64_t rsp;    /* 0  */
+	uint64_t rip;    /* 8  */
+	uint64_t rbx;    /* 16 */
+	uint64_t rbp;    /* 24 */
+	uint64_t r12;    /* 32 */
+	uint64_t r13;    /* 40 */
+	uint64_t r14;    /* 48 */
+	uint64_t r15;    /* 56 */
+	uint64_t fsbase; /* 64: the TCB this context runs on; 0 = leave fs alone */
+	uint32_t mxcsr;  /* 72 */
+	uint16_t fpucw;  /* 76 */
+	uint16_t pad;
+} bb_ctx;
+_Static_assert(offsetof(bb_ctx, rip) == 8, "asm offset");
+_Static_assert(offsetof(bb_ctx, r15) == 56, "asm offset");
+_Static_assert(offsetof(bb_ctx, fsbase) == 64, "asm offset");
+_Static_assert(offsetof(bb_ctx, mxcsr) == 72, "asm offset");
+_Static_assert(offsetof(bb_ctx, fpucw) == 76, "asm offset");
+
+/* ---- G status: each value is an ownership rule, as in Go ---- */
+enum {
+	Gidle,     /* just allocated, not yet initialised; owned by its creator */
+	Grunnable, /* on a run queue (or about to be); not running; stack not in use */
+	Grunning,  /* running user code on g->m, which holds a P; owned by that M */
+	Gsyscall,  /* in a blocking call outside the scheduler (later issues) */
+	Gwaiting,  /* parked; owned by whatever will ready it (a wait queue, a joiner) */
+	Gpreempted,/* stopped by asynchronous preemption (later issue) */
+	Gdead,     /* exited; on a free list, or a zombie waiting to be joined */
+};
+
+/* wait reasons, for dumps and stats */
+enum {
+	waitReasonZero,
+	waitReasonJoin,
+	waitReasonOnce,
+	waitReasonSema,
+	waitReasonSleep,
+	waitReasonYield,
+	waitReasonCount
+};
+
+typedef struct bb_lock {
+	_Atomic uint32_t key; /* 0 unlocked, 1 locked, 2 locked with sleepers */
+} bb_lock;
+
+typedef struct bb_note {
+	_Atomic uint32_t key; /* 0 clear, 1 woken; an M sleeps on it with futex */
+} bb_note;
+
+#define BB_G_MAGIC 0x62626f62u /* "bbob" */
+
+struct bb_g {
+	bb_ctx ctx;           /* owner: whoever runs or switches this G */
+	uint32_t magic;       /* BB_G_MAGIC while the G struct is live */
+	_Atomic uint32_t status; /* CAS transitions, see bb_casgstatus */
+	uint64_t goid;        /* set at creation, immutable until freed */
+	bb_m *m;              /* the M running it, while Grunning */
+	bb_g *schedlink;      /* run queue / free list link: owned by that list */
+	uint32_t waitreason;
+
+	/* stack: [stack_lo, stack_hi) usable; guard below stack_lo */
+	uintptr_t stack_lo, stack_hi;
+	void *stack_map;      /* mmap base (guard included), NULL for user stacks */
+	size_t stack_mapsize; /* whole mapping */
+	size_t guardsize;
+	bool user_stack;      /* from pthread_attr_setstack: never freed by us */
+
+	void *tcb;            /* struct pthread of this G; pooled with the G */
+
+	void *(*fn)(void *);
+	void *arg;
+	void *result;
+
+	/* join state, protected by lock */
+	bb_lock lock;
+	bool detached;
+	bool exited;         /* finished, waiting for a joiner (a zombie) */
+	bool is_main;        /* G1: original stack and TCB, never recycled */
+	bool joined;         /* someone is joining, a second join is EINVAL */
+	bb_g *joiner;
+
+	/* thread-specific data (pthread_key_*): owner G only */
+	void **tsd;          /* lazily allocated, BB_KEYS_MAX slots */
+	uint32_t *tsd_seq;
+
+	char name[16];
+	int schedpolicy;     /* stored and reported, as NPTL's attr */
+	int schedprio;
+
+	/* park/wait support */
+	void *waitaddr;      /* address-keyed wait queue this G is on */
+	bb_g *waitnext;
+	uintptr_t waitticket;
+	_Atomic uint32_t woken;
+	int64_t startpc;     /* the start routine, for dumps */
+};
+_Static_assert(offsetof(bb_g, ctx) == 0, "asm reads g->ctx at 0");
+
+enum { Pidle, Prunning, Psyscall, Pdead };
+
+struct bb_p {
+	int32_t id;
+	_Atomic uint32_t status;  /* sched.lock for Pidle transitions; owner otherwise */
+	bb_p *link;               /* idle list: sched.lock */
+	uint32_t schedtick;       /* owner P: incremented on every schedule */
+	bb_m *m;                  /* back-link to the M holding it */
+
+	/* run queue: runqhead CAS by owner and thieves, runqtail stored by the owner
+	 * with release. Slots are atomics so thieves' racy copies are well defined. */
+	_Atomic uint32_t runqhead;
+	_Atomic uint32_t runqtail;
+	_Atomic(bb_g *) runq[BB_RUNQ_LEN];
+	_Atomic(bb_g *) runnext;  /* next G to run; CAS by owner and thieves */
+
+	bb_g *gfree;              /* owner P: dead Gs with default-size stacks */
+	int32_t gfreecnt;
+};
+
+struct bb_m {
+	bb_m *self;               /* gs:0 points here: bb_getm() reads it */
+	bb_g *g0;                 /* scheduler context of this M */
+	bb_g *curg;               /* the G running on this M, NULL when on g0 */
+	bb_p *p;                  /* the P held, NULL when idle */
+	bb_p *nextp;              /* P handed over by startm, taken at wake-up */
+	int64_t id;
+	bool spinning;            /* looking for work; counted in sched.nmspinning */
+	bb_note park;             /* idle Ms sleep here */
+	bb_m *schedlink;          /* idle list: sched.lock */
+	void *tcb;                /* the OS thread's own struct pthread */
+	uintptr_t g0sp;           /* top of g0's stack: mcall starts here */
+	pid_t tid;                /* kernel tid */
+	uint32_t fastrand[2];
+	void *altstack;           /* sigaltstack for overflow reports */
+	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
+	void *waitarg;
+};
+
+typedef struct bb_sched {
+	bb_lock lock;
+	/* global run queue: sched.lock */
+	bb_g *runqhead, *runqtail;
+	_Atomic int32_t runqsize;   /* written under lock, read racily as a hint */
+	/* idle Ms: sched.lock */
+	bb_m *midle;
+	int32_t nmidle;
+	_Atomic int32_t mcount;     /* Ms created */
+	int32_t maxmcount;
+	/* idle Ps: sched.lock for the list, atomic for the count */
+	bb_p *pidle;
+	_Atomic int32_t npidle;
+	_Atomic int32_t nmspinning;
+	/* dead Gs spilled from Ps: gflock */
+	bb_lock gflock;
+	bb_g *gfree;
+	int32_t ngfree;
+	/* counts */
+	_Atomic int64_t goidgen;
+	_Atomic int32_t nlive;      /* Gs that have not exited (the process ends at 0) */
+	_Atomic int32_t nthreadsmax;/* peak live Gs */
+} bb_sched;
+
+extern bb_sched bb_sched_;
+extern bb_p **bb_allp;
+extern int32_t bb_gomaxprocs;
+extern bool bb_have_fsgsbase;
+extern bool bb_active; /* the runtime is running; false = pass everything through */
+
+/* ---- asm ---- */
+__attribute__((noreturn)) void bb_gogo(bb_ctx *to);
+void bb_mcall(bb_ctx *save, void (*fn)(bb_g *), bb_g *gp, uintptr_t g0sp, uint64_t g0fs);
+void bb_gstart(void); /* entry trampoline of a new G: r12 = g */
+
+/* ---- the current M ---- */
+static inline bb_m *bb_getm(void)
+{
+	bb_m *mp;
+	__asm__ volatile("mov %%gs:0, %0" : "=r"(mp));
+	return mp;
+}
+/* gs base of this OS thread, 0 for threads bobbin did not create */
+uintptr_t bb_getgsbase(void);
+void bb_setgsbase(uintptr_t v);
+void bb_setfsbase(uintptr_t v);
+uintptr_t bb_getfsbase(void);
+
+static inline bb_g *bb_getg(void) { return bb_getm()->curg; }
+
+/* ---- util.c ---- */
+__attribute__((noreturn, format(printf, 1, 2))) void bb_throw(const char *fmt, ...);
+void bb_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bb_lock_acquire(bb_lock *l);
+void bb_lock_release(bb_lock *l);
+void bb_notesleep(bb_note *n);
+void bb_notewakeup(bb_note *n);
+static inline void bb_noteclear(bb_note *n) { atomic_store_explicit(&n->key, 0, memory_order_relaxed); }
+long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts);
+int64_t bb_nanotime(void);
+uint32_t bb_fastrand(void);
+long bb_rawsyscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6);
+#define bb_sys(n, a, b, c) bb_rawsyscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define BB_ASSERT(cond) do { if (__builtin_expect(!(cond), 0)) bb_throw("assertion failed: %s (%s:%d)", #cond, __FILE__, __LINE__); } while (0)
+
+/* ---- env.c ---- */
+typedef struct bb_config {
+	int32_t maxprocs;
+	int32_t maxthreads;
+} bb_config;
+extern bb_config bb_cfg;
+void bb_env_init(void);
+
+/* ---- runq.c ---- */
+void bb_runqput(bb_p *pp, bb_g *gp, bool next);
+bb_g *bb_runqget(bb_p *pp, bool *inherit_time);
+bb_g *bb_runqsteal(bb_p *pp, bb_p *victim, bool steal_runnext);
+bool bb_runqempty(bb_p *pp);
+uint32_t bb_runqlen(bb_p *pp);
+void bb_globrunqput(bb_g *gp);           /* sched.lock held */
+void bb_globrunqputbatch(bb_g *head, bb_g *tail, int32_t n); /* sched.lock held */
+bb_g *bb_globrunqget(bb_p *pp, int32_t max); /* sched.lock held */
+void bb_p_init(bb_p *pp, int32_t id);
+
+/* ---- proc.c ---- */
+int bb_sched_init(void);                  /* on the main thread; makes G1 */
+typedef struct bb_gattr {
+	size_t stacksize;  /* 0: the default */
+	void *stackaddr;   /* lowest address of a user stack, or NULL */
+	size_t guardsize;
+	bool detached;
+	void **handle;     /* where to store the pthread_t before the G can run */
+} bb_gattr;
+bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err);
+void bb_gosched(void);
+/* park the current G; unlockf (may be NULL) runs on g0 after the G is marked
+ * waiting; returning false from it cancels the park. */
+void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason);
+void bb_goready(bb_g *gp);
+__attribute__((noreturn)) void bb_goexit(void *result);
+bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
+void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
+bb_g *bb_g_from_tcb(void *tcb);
+enum { BB_JOIN_BLOCK, BB_JOIN_TRY, BB_JOIN_TIMED };
+int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline);
+int bb_gdetach(bb_g *gp);
+void bb_gmain(bb_g *gp);
+void bb_wakep(void);
+extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
+
+/* ---- m.c ---- */
+bb_m *bb_allocm(void);
+int bb_newm(bb_p *pp, bool spinning);
+void bb_stopm(void);
+void bb_startm(bb_p *pp, bool spinning);
+void bb_m_on_thread_start(bb_m *mp);
+extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
+#include <signal.h>
+extern sigset_t bb_initial_sigmask;
+void bb_acquirep(bb_p *pp);
+__attribute__((noreturn)) void bb_schedule(void);
+
+/* ---- stack.c ---- */
+int bb_stackalloc(bb_g *gp, size_t size, size_t guard);
+void bb_stackfree(bb_g *gp);
+void bb_stackrelease(bb_g *gp);
+size_t bb_default_stacksize(void);
+void bb_stack_signal_init(bb_m *mp);
+
+/* ---- gtls.c ---- */
+int bb_tls_init(void);                    /* 0, or -1 with a reason printed */
+void *bb_tcb_alloc(void);
+void bb_tcb_prepare(bb_g *gp, bool reused); /* set fields for this G */
+void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
+void bb_tcb_adopt_main(bb_g *gp);          /* G1 keeps the initial TCB */
+void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
+extern long bb_off_g_in_tcb;               /* where the G pointer is kept */
+
+/* ---- sema.c: address-keyed wait queues ---- */
+/* Park the current G on addr if validate(addr, arg) holds under the queue lock. */
+int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *arg, uint32_t reason);
+int bb_sema_wake(void *addr, int n); /* wake up to n waiters (n<0: all) */
+
+#endif

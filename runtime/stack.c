@@ -1,0 +1,128 @@
+/*
+ * stack.c — G stacks: mmap'ed with a guard page below, reserved but not
+ * touched (MAP_NORESERVE), so an 8 MiB default costs only the pages a thread
+ * really uses. A fault in a guard page is reported with the thread and its
+ * stack bounds before the process dies with SIGSEGV, as it would natively.
+ *
+ * Never called on a G's stack for that G's own stack (g0 frees stacks).
+ */
+#include "runtime.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define PAGE 4096ul
+#define ALTSTACK_SIZE (64 * 1024)
+
+static size_t default_stacksize;
+static struct sigaction prev_segv;
+
+size_t bb_default_stacksize(void)
+{
+	if (default_stacksize == 0) {
+		struct rlimit rl;
+		size_t sz = 8ul << 20; /* NPTL's fallback (ARCH_STACK_DEFAULT_SIZE is 32 MiB
+					  only when RLIMIT_STACK is unlimited) */
+		if (getrlimit(RLIMIT_STACK, &rl) == 0) {
+			if (rl.rlim_cur == RLIM_INFINITY)
+				sz = 32ul << 20;
+			else if (rl.rlim_cur >= 16384)
+				sz = rl.rlim_cur;
+		}
+		default_stacksize = (sz + PAGE - 1) & ~(PAGE - 1);
+	}
+	return default_stacksize;
+}
+
+int bb_stackalloc(bb_g *gp, size_t size, size_t guard)
+{
+	size = (size + PAGE - 1) & ~(PAGE - 1);
+	guard = (guard + PAGE - 1) & ~(PAGE - 1);
+	size_t total = size + guard;
+	void *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	if (guard && mprotect(p, guard, PROT_NONE) != 0) {
+		munmap(p, total);
+		return -1;
+	}
+	gp->stack_map = p;
+	gp->stack_mapsize = total;
+	gp->guardsize = guard;
+	gp->stack_lo = (uintptr_t)p + guard;
+	gp->stack_hi = (uintptr_t)p + total;
+	gp->user_stack = false;
+	return 0;
+}
+
+void bb_stackfree(bb_g *gp)
+{
+	if (gp->stack_map && !gp->user_stack)
+		munmap(gp->stack_map, gp->stack_mapsize);
+	gp->stack_map = NULL;
+	gp->stack_lo = gp->stack_hi = 0;
+}
+
+/* Give back the pages of a cached stack, keeping the top few that a new
+ * thread touches at once. */
+void bb_stackrelease(bb_g *gp)
+{
+	const size_t keep = 16 * 1024;
+	if (gp->user_stack || gp->stack_hi - gp->stack_lo <= keep)
+		return;
+	madvise((void *)gp->stack_lo, gp->stack_hi - gp->stack_lo - keep, MADV_DONTNEED);
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t addr = (uintptr_t)si->si_addr;
+	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_g *gp = mp ? mp->curg : NULL;
+	if (gp && !gp->is_main && addr < gp->stack_lo && addr + 256 * 1024 >= gp->stack_lo) {
+		bb_printf("bobbin: stack overflow in thread %llu%s%s%s (G%llu): fault at %p, "
+			  "stack [%p, %p) of %zu bytes, guard %zu bytes below\n",
+			  (unsigned long long)gp->goid, gp->name[0] ? " \"" : "", gp->name,
+			  gp->name[0] ? "\"" : "", (unsigned long long)gp->goid, (void *)addr,
+			  (void *)gp->stack_lo, (void *)gp->stack_hi, gp->stack_hi - gp->stack_lo,
+			  gp->guardsize);
+		signal(SIGSEGV, SIG_DFL); /* returning re-executes the fault: killed by SIGSEGV */
+		return;
+	}
+	if (prev_segv.sa_flags & SA_SIGINFO) {
+		if (prev_segv.sa_sigaction) {
+			prev_segv.sa_sigaction(sig, si, uctx);
+			return;
+		}
+	} else if (prev_segv.sa_handler != SIG_DFL && prev_segv.sa_handler != SIG_IGN) {
+		prev_segv.sa_handler(sig);
+		return;
+	}
+	signal(SIGSEGV, SIG_DFL);
+}
+
+/* Per M: an alternate signal stack, so a G that ran out of stack can still
+ * be reported. The handler is installed once (mp == the first M). */
+void bb_stack_signal_init(bb_m *mp)
+{
+	mp->altstack = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mp->altstack == MAP_FAILED) {
+		mp->altstack = NULL;
+		return;
+	}
+	stack_t ss = {.ss_sp = mp->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
+	sigaltstack(&ss, NULL);
+	if (mp->id == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = segv_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGSEGV, &sa, &prev_segv);
+	}
+}

@@ -1,0 +1,178 @@
+/*
+ * util.c — the runtime's own lock, notes, raw system calls, fatal errors.
+ *
+ * Never calls an interposed symbol, and never touches errno: the raw system
+ * call returns -errno, so a G's errno is left exactly as the program set it.
+ */
+#include "runtime.h"
+
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <asm/prctl.h>
+
+bool bb_have_fsgsbase;
+
+long bb_rawsyscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	long ret;
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+uintptr_t bb_getgsbase(void)
+{
+	uintptr_t v = 0;
+	if (bb_have_fsgsbase)
+		__asm__ volatile("rdgsbase %0" : "=r"(v));
+	else
+		bb_rawsyscall6(SYS_arch_prctl, ARCH_GET_GS, (long)&v, 0, 0, 0, 0);
+	return v;
+}
+
+void bb_setgsbase(uintptr_t v)
+{
+	if (bb_have_fsgsbase)
+		__asm__ volatile("wrgsbase %0" ::"r"(v) : "memory");
+	else
+		bb_rawsyscall6(SYS_arch_prctl, ARCH_SET_GS, (long)v, 0, 0, 0, 0);
+}
+
+void bb_setfsbase(uintptr_t v)
+{
+	if (bb_have_fsgsbase)
+		__asm__ volatile("wrfsbase %0" ::"r"(v) : "memory");
+	else
+		bb_rawsyscall6(SYS_arch_prctl, ARCH_SET_FS, (long)v, 0, 0, 0, 0);
+}
+
+uintptr_t bb_getfsbase(void)
+{
+	uintptr_t v;
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(v)); /* tcb->header.tcb == tcb */
+	return v;
+}
+
+static void write_all(const char *buf, size_t n)
+{
+	while (n > 0) {
+		long r = bb_sys(SYS_write, 2, buf, n);
+		if (r <= 0) {
+			if (r == -4) /* EINTR */
+				continue;
+			return;
+		}
+		buf += r;
+		n -= (size_t)r;
+	}
+}
+
+void bb_printf(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof buf)
+		n = sizeof buf - 1;
+	write_all(buf, (size_t)n);
+}
+
+void bb_throw(const char *fmt, ...)
+{
+	char buf[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_g *gp = mp ? mp->curg : NULL;
+	bb_printf("bobbin: fatal error: %s\n  [M%lld P%d G%llu]\n", buf,
+		  mp ? (long long)mp->id : -1LL, mp && mp->p ? mp->p->id : -1,
+		  gp ? (unsigned long long)gp->goid : 0ULL);
+	abort();
+}
+
+long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts)
+{
+	return bb_rawsyscall6(SYS_futex, (long)addr, op | FUTEX_PRIVATE_FLAG, val, (long)ts, 0, 0);
+}
+
+/*
+ * bb_lock: the runtime's internal mutex, held only for a few instructions,
+ * never across a G switch. key: 0 free, 1 held, 2 held and someone may sleep.
+ * Spins briefly (the holder is running on another core), then futex-waits:
+ * this blocks the M, which is acceptable only because critical sections are
+ * short and never park.
+ */
+void bb_lock_acquire(bb_lock *l)
+{
+	uint32_t c = 0;
+	if (atomic_compare_exchange_strong_explicit(&l->key, &c, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return;
+	for (int i = 0; i < 100; i++) {
+		c = 0;
+		if (atomic_load_explicit(&l->key, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(&l->key, &c, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		__builtin_ia32_pause();
+	}
+	/* pairs with the exchange in bb_lock_release */
+	while (atomic_exchange_explicit(&l->key, 2, memory_order_acquire) != 0)
+		bb_futex(&l->key, FUTEX_WAIT, 2, NULL);
+}
+
+void bb_lock_release(bb_lock *l)
+{
+	if (atomic_exchange_explicit(&l->key, 0, memory_order_release) == 2)
+		bb_futex(&l->key, FUTEX_WAKE, 1, NULL);
+}
+
+/* notes: one-shot wake-ups for idle Ms (Go's note) */
+void bb_notesleep(bb_note *n)
+{
+	while (atomic_load_explicit(&n->key, memory_order_acquire) == 0)
+		bb_futex(&n->key, FUTEX_WAIT, 0, NULL);
+}
+
+void bb_notewakeup(bb_note *n)
+{
+	/* release: the sleeper sees everything written before (e.g. m->nextp) */
+	uint32_t old = atomic_exchange_explicit(&n->key, 1, memory_order_release);
+	if (old != 0)
+		bb_throw("notewakeup: double wakeup");
+	bb_futex(&n->key, FUTEX_WAKE, 1, NULL);
+}
+
+int64_t bb_nanotime(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* per-M xorshift64+ style generator (Go's fastrand), no locking */
+uint32_t bb_fastrand(void)
+{
+	bb_m *mp = bb_getm();
+	uint32_t s1 = mp->fastrand[0], s0 = mp->fastrand[1];
+	s1 ^= s1 << 17;
+	s1 = s1 ^ s0 ^ s1 >> 7 ^ s0 >> 16;
+	mp->fastrand[0] = s0;
+	mp->fastrand[1] = s1;
+	return s0 + s1;
+}

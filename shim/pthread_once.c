@@ -1,0 +1,38 @@
+/*
+ * pthread_once.c — one-time initialisation whose waiters park their G.
+ *
+ * The control word (glibc's int, PTHREAD_ONCE_INIT = 0): 0 not started,
+ * 1 the init routine is running, 2 done (glibc's own "done" bit, so a word
+ * finished by either implementation reads as done to the other).
+ */
+#include "shim.h"
+
+enum { ONCE_NEW = 0, ONCE_RUNNING = 1, ONCE_DONE = 2 };
+
+static bool still_running(void *addr, void *arg)
+{
+	return atomic_load_explicit((_Atomic int *)addr, memory_order_acquire) == ONCE_RUNNING;
+}
+
+BB_EXPORT int pthread_once(pthread_once_t *oc, void (*init)(void))
+{
+	_Atomic int *w = (_Atomic int *)oc;
+	/* acquire: pairs with the release below, so init's writes are seen */
+	if (atomic_load_explicit(w, memory_order_acquire) & ONCE_DONE)
+		return 0;
+	if (!bb_on_g())
+		return REAL(pthread_once)(oc, init);
+	for (;;) {
+		int v = ONCE_NEW;
+		if (atomic_compare_exchange_strong_explicit(w, &v, ONCE_RUNNING, memory_order_acquire,
+							    memory_order_acquire)) {
+			init();
+			atomic_store_explicit(w, ONCE_DONE, memory_order_release);
+			bb_sema_wake(w, -1);
+			return 0;
+		}
+		if (v & ONCE_DONE)
+			return 0;
+		bb_sema_park(w, still_running, NULL, waitReasonOnce);
+	}
+}

@@ -1,0 +1,184 @@
+/*
+ * pthread_thread.c — thread lifecycle: create, join (plain, try, timed,
+ * clock), detach, exit, getattr_np, setname_np/getname_np.
+ *
+ * A pthread_t is the address of the G's TCB (struct pthread), exactly as
+ * NPTL's is, so glibc's own pthread_self() and pthread_equal() need no
+ * interposing. Errors are NPTL's: ESRCH for a handle that is no thread of
+ * ours, EDEADLK for joining oneself or a thread joining us, EINVAL for a
+ * detached thread or one already being joined, EAGAIN when memory runs out.
+ */
+#include "shim.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+/* glibc 2.36's struct pthread_attr (sysdeps/nptl/internaltypes.h): the only
+ * way to tell "no stack address set" from a stack address. */
+struct glibc_attr {
+	struct sched_param schedparam;
+	int schedpolicy;
+	int flags;
+	size_t guardsize;
+	void *stackaddr;
+	size_t stacksize;
+	void *extension;
+	void *unused;
+};
+_Static_assert(sizeof(struct glibc_attr) <= sizeof(pthread_attr_t), "attr overlay");
+#define ATTR_FLAG_STACKADDR 0x0008
+
+BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+			     void *arg)
+{
+	if (!bb_on_g())
+		return REAL(pthread_create)(th, attr, fn, arg);
+	pthread_attr_t def;
+	const pthread_attr_t *a = attr;
+	if (a == NULL) {
+		if (bb_real.pthread_getattr_default_np(&def) != 0)
+			return EAGAIN;
+		a = &def;
+	}
+	const struct glibc_attr *ga = (const struct glibc_attr *)a;
+	size_t stacksize = 0, guard = 0;
+	int detach = PTHREAD_CREATE_JOINABLE;
+	pthread_attr_getstacksize(a, &stacksize);
+	pthread_attr_getguardsize(a, &guard);
+	pthread_attr_getdetachstate(a, &detach);
+	void *stackaddr = NULL;
+	if (ga->flags & ATTR_FLAG_STACKADDR)
+		stackaddr = (char *)ga->stackaddr - ga->stacksize; /* glibc keeps the top */
+	int policy = ga->schedpolicy, prio = ga->schedparam.sched_priority;
+	if (a == &def)
+		pthread_attr_destroy(&def);
+
+	bb_gattr ba = {
+		.stacksize = stacksize,
+		.stackaddr = stackaddr,
+		.guardsize = guard,
+		.detached = detach == PTHREAD_CREATE_DETACHED,
+		.handle = (void **)th,
+	};
+	int err = 0;
+	bb_g *gp = bb_newproc(fn, arg, &ba, &err);
+	if (gp == NULL)
+		return err;
+	(void)policy;
+	(void)prio;
+	return 0;
+}
+
+static bb_g *joinable(pthread_t th, int *err)
+{
+	bb_g *gp = bb_g_of(th);
+	if (gp == NULL)
+		*err = ESRCH;
+	return gp;
+}
+
+BB_EXPORT int pthread_join(pthread_t th, void **ret)
+{
+	if (!bb_on_g())
+		return REAL(pthread_join)(th, ret);
+	int err;
+	bb_g *gp = joinable(th, &err);
+	return gp ? bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0) : err;
+}
+
+BB_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
+{
+	if (!bb_on_g())
+		return REAL(pthread_tryjoin_np)(th, ret);
+	int err;
+	bb_g *gp = joinable(th, &err);
+	return gp ? bb_gjoin(gp, ret, BB_JOIN_TRY, 0) : err;
+}
+
+BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
+				   const struct timespec *abstime)
+{
+	if (!bb_on_g())
+		return REAL(pthread_clockjoin_np)(th, ret, clock, abstime);
+	int err;
+	bb_g *gp = joinable(th, &err);
+	if (gp == NULL)
+		return err;
+	if (abstime == NULL)
+		return bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
+		return EINVAL;
+	/* the deadline, moved onto the monotonic clock the runtime's timers use */
+	struct timespec now;
+	clock_gettime(clock, &now);
+	int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
+		       (abstime->tv_nsec - now.tv_nsec);
+	return bb_gjoin(gp, ret, BB_JOIN_TIMED, bb_nanotime() + left);
+}
+
+BB_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
+{
+	if (!bb_on_g())
+		return REAL(pthread_timedjoin_np)(th, ret, abstime);
+	return pthread_clockjoin_np(th, ret, CLOCK_REALTIME, abstime);
+}
+
+BB_EXPORT int pthread_detach(pthread_t th)
+{
+	if (!bb_on_g())
+		return REAL(pthread_detach)(th);
+	bb_g *gp = bb_g_of(th);
+	return gp ? bb_gdetach(gp) : ESRCH;
+}
+
+BB_EXPORT void pthread_exit(void *ret)
+{
+	if (!bb_on_g())
+		REAL(pthread_exit)(ret);
+	bb_goexit(ret);
+}
+
+BB_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL || gp->is_main)
+		return REAL(pthread_getattr_np)(th, attr);
+	int err = pthread_attr_init(attr);
+	if (err)
+		return err;
+	pthread_attr_setstack(attr, (void *)gp->stack_lo, gp->stack_hi - gp->stack_lo);
+	pthread_attr_setguardsize(attr, gp->guardsize);
+	bb_lock_acquire(&gp->lock);
+	bool detached = gp->detached;
+	bb_lock_release(&gp->lock);
+	pthread_attr_setdetachstate(attr, detached ? PTHREAD_CREATE_DETACHED
+						   : PTHREAD_CREATE_JOINABLE);
+	return 0;
+}
+
+BB_EXPORT int pthread_setname_np(pthread_t th, const char *name)
+{
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL)
+		return REAL(pthread_setname_np)(th, name);
+	size_t n = strlen(name);
+	if (n > 15)
+		return ERANGE;
+	memcpy(gp->name, name, n + 1);
+	return 0;
+}
+
+BB_EXPORT int pthread_getname_np(pthread_t th, char *buf, size_t len)
+{
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL)
+		return REAL(pthread_getname_np)(th, buf, len);
+	size_t n = strlen(gp->name);
+	if (len < n + 1)
+		return ERANGE;
+	memcpy(buf, gp->name, n + 1);
+	return 0;
+}

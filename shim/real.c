@@ -1,0 +1,43 @@
+/*
+ * real.c — the real libc functions behind every interposed symbol, resolved
+ * once in the constructor before any thread exists (dlsym can allocate and
+ * take locks: never call it lazily from a hot path).
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+
+bb_real_fns bb_real;
+
+#define RESOLVE(name)                                                      \
+	do {                                                               \
+		bb_real.name = dlsym(RTLD_NEXT, #name);                    \
+		if (bb_real.name == NULL) {                                \
+			bb_printf("bobbin: libc has no %s; running natively\n", #name); \
+			return -1;                                         \
+		}                                                          \
+	} while (0)
+
+int bb_real_init(void)
+{
+	RESOLVE(pthread_create);
+	RESOLVE(pthread_join);
+	RESOLVE(pthread_tryjoin_np);
+	RESOLVE(pthread_timedjoin_np);
+	RESOLVE(pthread_clockjoin_np);
+	RESOLVE(pthread_detach);
+	RESOLVE(pthread_exit);
+	RESOLVE(pthread_getattr_np);
+	RESOLVE(pthread_getattr_default_np);
+	RESOLVE(pthread_setname_np);
+	RESOLVE(pthread_getname_np);
+	RESOLVE(pthread_key_create);
+	RESOLVE(pthread_key_delete);
+	RESOLVE(pthread_getspecific);
+	RESOLVE(pthread_setspecific);
+	RESOLVE(pthread_once);
+	RESOLVE(sched_yield);
+	bb_real_pthread_create = (int (*)(void *, const void *, void *(*)(void *), void *))
+		bb_real.pthread_create;
+	return 0;
+}

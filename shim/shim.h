@@ -1,0 +1,58 @@
+/*
+ * shim.h — what the interposed symbols share: the table of real functions
+ * and the test that says whether the caller is a G of ours.
+ */
+#ifndef BB_SHIM_H
+#define BB_SHIM_H
+
+#include "runtime.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#define BB_EXPORT __attribute__((visibility("default")))
+
+typedef struct bb_real_fns {
+	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int (*pthread_join)(pthread_t, void **);
+	int (*pthread_tryjoin_np)(pthread_t, void **);
+	int (*pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
+	int (*pthread_clockjoin_np)(pthread_t, void **, clockid_t, const struct timespec *);
+	int (*pthread_detach)(pthread_t);
+	void (*pthread_exit)(void *) __attribute__((noreturn));
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+	int (*pthread_getattr_default_np)(pthread_attr_t *);
+	int (*pthread_setname_np)(pthread_t, const char *);
+	int (*pthread_getname_np)(pthread_t, char *, size_t);
+	int (*pthread_key_create)(pthread_key_t *, void (*)(void *));
+	int (*pthread_key_delete)(pthread_key_t);
+	void *(*pthread_getspecific)(pthread_key_t);
+	int (*pthread_setspecific)(pthread_key_t, const void *);
+	int (*pthread_once)(pthread_once_t *, void (*)(void));
+	int (*sched_yield)(void);
+} bb_real_fns;
+
+extern bb_real_fns bb_real;
+int bb_real_init(void);
+
+/* the real function; resolves the table first if a constructor that ran
+ * before bobbin's calls in (bobbin is not active then) */
+#define REAL(name) (__builtin_expect(bb_real.name != NULL, 1) ? bb_real.name : (bb_real_init(), bb_real.name))
+
+/* true when the caller is a G run by bobbin (not g0, not a thread bobbin
+ * did not make, and bobbin did not step aside) */
+static inline bool bb_on_g(void)
+{
+	return bb_active && bb_getgsbase() != 0 && bb_getm()->curg != NULL;
+}
+
+/* the G behind a pthread_t, or NULL if it is not one of ours */
+static inline bb_g *bb_g_of(pthread_t th)
+{
+	return bb_g_from_tcb((void *)th);
+}
+
+void bb_tsd_run_destructors(bb_g *gp);
+
+#endif
