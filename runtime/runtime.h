@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <unwind.h>
 
 #ifdef BB_TEST_SIZES
 #define BB_RUNQ_LEN 8u /* small, so tests reach the overflow path */
@@ -133,6 +134,7 @@ struct bb_g {
 	uintptr_t waitticket;
 	_Atomic uint32_t woken;
 	int64_t startpc;     /* the start routine, for dumps */
+	struct _Unwind_Exception exit_exc; /* pthread_exit's forced unwind */
 };
 _Static_assert(offsetof(bb_g, ctx) == 0, "asm reads g->ctx at 0");
 

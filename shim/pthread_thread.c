@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unwind.h>
 
 /* glibc 2.36's struct pthread_attr (sysdeps/nptl/internaltypes.h): the only
  * way to tell "no stack address set" from a stack address. */
@@ -50,7 +51,14 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 	void *stackaddr = NULL;
 	if (ga->flags & ATTR_FLAG_STACKADDR)
 		stackaddr = (char *)ga->stackaddr - ga->stacksize; /* glibc keeps the top */
+	int inherit = PTHREAD_INHERIT_SCHED;
+	pthread_attr_getinheritsched(a, &inherit);
 	int policy = ga->schedpolicy, prio = ga->schedparam.sched_priority;
+	if (inherit == PTHREAD_INHERIT_SCHED) {
+		bb_g *self = bb_getg();
+		policy = self->schedpolicy;
+		prio = self->schedprio;
+	}
 	if (a == &def)
 		pthread_attr_destroy(&def);
 
@@ -65,8 +73,10 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 	bb_g *gp = bb_newproc(fn, arg, &ba, &err);
 	if (gp == NULL)
 		return err;
-	(void)policy;
-	(void)prio;
+	/* stored and reported (getattr_np), not applied: every G shares its
+	 * M's kernel scheduling; see README, "Known limits" */
+	gp->schedpolicy = policy;
+	gp->schedprio = prio;
 	return 0;
 }
 
@@ -134,10 +144,35 @@ BB_EXPORT int pthread_detach(pthread_t th)
 	return gp ? bb_gdetach(gp) : ESRCH;
 }
 
+/* pthread_exit unwinds the thread's stack as NPTL's does, so C++
+ * destructors and cleanup handlers compiled with unwind tables run; the stop
+ * function ends the G when the unwinder reaches bb_gstart (whose return
+ * address is marked undefined: the end of the stack). */
+static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
+				     _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
+				     struct _Unwind_Context *ctx, void *param)
+{
+	if (actions & _UA_END_OF_STACK)
+		bb_goexit(bb_getg()->result);
+	return _URC_NO_REASON;
+}
+
+static void exit_cleanup(_Unwind_Reason_Code code, struct _Unwind_Exception *exc)
+{
+}
+
 BB_EXPORT void pthread_exit(void *ret)
 {
 	if (!bb_on_g())
 		REAL(pthread_exit)(ret);
+	bb_g *gp = bb_getg();
+	gp->result = ret;
+	struct _Unwind_Exception *exc = &gp->exit_exc;
+	memset(exc, 0, sizeof *exc);
+	memcpy(&exc->exception_class, "BOBBEXIT", 8);
+	exc->exception_cleanup = exit_cleanup;
+	_Unwind_ForcedUnwind(exc, exit_stop, NULL);
+	/* only if the unwinder gave up (a frame without unwind tables) */
 	bb_goexit(ret);
 }
 
@@ -156,6 +191,9 @@ BB_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 	bb_lock_release(&gp->lock);
 	pthread_attr_setdetachstate(attr, detached ? PTHREAD_CREATE_DETACHED
 						   : PTHREAD_CREATE_JOINABLE);
+	struct glibc_attr *ga = (struct glibc_attr *)attr;
+	ga->schedpolicy = gp->schedpolicy;
+	ga->schedparam.sched_priority = gp->schedprio;
 	return 0;
 }
 
