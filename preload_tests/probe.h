@@ -1,0 +1,61 @@
+/* probe.h — the few helpers every preload test shares.
+ *
+ * A preload test is a plain pthread program: it must build and pass without bobbin,
+ * print the same stdout natively and under LD_PRELOAD=libbobbin.so, and exit
+ * 0 (pass), 1 (fail) or 77 (skip). It never prints thread counts or timings: the
+ * harness measures those, and anything timing-dependent would make the two runs'
+ * stdout differ.
+ *
+ * CHECK() records a failure and carries on, so one run reports every broken
+ * property; probe_exit() turns the record into the exit status. Failure messages go
+ * to stderr, which the harness does not compare.
+ */
+#ifndef BOBBIN_PROBE_H
+#define BOBBIN_PROBE_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PROBE_PASS 0
+#define PROBE_FAIL 1
+#define PROBE_SKIP 77
+
+static atomic_int probe_failures;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            if (atomic_fetch_add(&probe_failures, 1) < 20) {                  \
+                fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__,        \
+                        __LINE__, #cond);                                     \
+                fprintf(stderr, __VA_ARGS__);                                 \
+                fputc('\n', stderr);                                          \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
+
+/* For calls whose failure means the test cannot go on (pthread_create, malloc). */
+#define REQUIRE(cond, ...)                                                    \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: REQUIRE(%s) failed: ", __FILE__, __LINE__,\
+                    #cond);                                                   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fputc('\n', stderr);                                              \
+            exit(PROBE_FAIL);                                                 \
+        }                                                                     \
+    } while (0)
+
+static inline int probe_exit(const char *name)
+{
+    int n = atomic_load(&probe_failures);
+    fflush(stdout);
+    if (n != 0) {
+        fprintf(stderr, "%s: %d check(s) failed\n", name, n);
+        return PROBE_FAIL;
+    }
+    return PROBE_PASS;
+}
+
+#endif
