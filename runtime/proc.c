@@ -204,6 +204,23 @@ __attribute__((noreturn)) static void execute(bb_g *gp, bool inherit_time)
 	bb_gogo(&gp->ctx);
 }
 
+static int run_all_timers(bb_p *pp)
+{
+	int64_t now = 0;
+	int n = 0;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		bb_p *p2 = bb_allp[i];
+		int64_t w = atomic_load_explicit(&p2->timer0when, memory_order_acquire);
+		if (w == 0)
+			continue;
+		if (now == 0)
+			now = bb_nanotime();
+		if (w <= now)
+			n += bb_runtimers(p2, now);
+	}
+	return n;
+}
+
 static bb_g *stealwork(bb_p *pp)
 {
 	for (int round = 0; round < 4; round++) {
@@ -231,6 +248,12 @@ top:;
 	bb_g *gp = bb_runqget(pp, inherit_time);
 	if (gp)
 		return gp;
+	/* expired timers, ours and other Ps' (a busy P's G may run long) */
+	if (run_all_timers(pp)) {
+		gp = bb_runqget(pp, inherit_time);
+		if (gp)
+			return gp;
+	}
 	*inherit_time = false;
 	if (atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
 		bb_lock_acquire(&bb_sched_.lock);
@@ -284,6 +307,16 @@ top:;
 			}
 		}
 	}
+	if (bb_timer_sleep()) {
+		/* a deadline passed (or an earlier timer came): find a P for it */
+		bb_lock_acquire(&bb_sched_.lock);
+		bb_p *p2 = pidleget();
+		bb_lock_release(&bb_sched_.lock);
+		if (p2) {
+			bb_acquirep(p2);
+			goto top;
+		}
+	}
 	bb_stopm();
 	goto top;
 }
@@ -297,6 +330,9 @@ void bb_schedule(void)
 	bb_p *pp = mp->p;
 	bb_g *gp = NULL;
 	bool inherit = false;
+	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
+	if (t0 != 0)
+		bb_runtimers(pp, bb_nanotime());
 	/* fairness: every 61st tick look at the global queue first, so two Gs
 	 * that keep readying each other cannot starve it */
 	if (pp->schedtick % 61 == 0 &&
@@ -490,6 +526,7 @@ static void goexit0(bb_g *gp)
 	if (!detached) {
 		gp->exited = true;
 		joiner = gp->joiner;
+		gp->joiner = NULL; /* a timed joiner's timer must not ready it too */
 	}
 	bb_lock_release(&gp->lock);
 	if (detached)
@@ -604,27 +641,26 @@ static bool unlock_g(bb_g *self, void *arg)
 	return true;
 }
 
-/* Interim timed wait, until the per-P timer heaps arrive (issue 3): let
- * other Gs run, and when none is runnable sleep this M for at most 1 ms. */
-static int timedwait_exit(bb_g *gp, int64_t deadline)
+/* timed join: the joiner's timer fired. Unregister it if it still waits. */
+static void join_timeout(void *arg, uintptr_t seq)
 {
-	for (;;) {
-		bb_lock_acquire(&gp->lock);
-		bool done = gp->exited;
-		bb_lock_release(&gp->lock);
-		if (done)
-			return 0;
-		int64_t left = deadline - bb_nanotime();
-		if (left <= 0)
-			return ETIMEDOUT;
-		bb_m *mp = bb_getm();
-		if (bb_runqempty(mp->p) && bb_sched_.runqsize == 0) {
-			struct timespec ts = {0, left < 1000000 ? left : 1000000};
-			bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-		} else {
-			bb_gosched();
-		}
+	bb_g *gp = arg, *joiner = (bb_g *)seq;
+	bb_lock_acquire(&gp->lock);
+	bool wake = gp->joiner == joiner && !gp->exited;
+	if (wake) {
+		gp->joiner = NULL;
+		gp->joined = false;
 	}
+	bb_lock_release(&gp->lock);
+	if (wake)
+		bb_goready(joiner);
+}
+
+static bool arm_and_unlock_g(bb_g *self, void *arg)
+{
+	bool ok = bb_addtimer(&self->timer);
+	bb_lock_release(&((bb_g *)arg)->lock);
+	return ok;
 }
 
 /* Wait for gp to end. Returns 0 and its result, or an errno as NPTL gives
@@ -635,6 +671,10 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 	if (gp == self)
 		return EDEADLK;
 	bb_lock_acquire(&gp->lock);
+	if (mode == BB_JOIN_TRY && !gp->exited) { /* NPTL: "still running" first */
+		bb_lock_release(&gp->lock);
+		return EBUSY;
+	}
 	if (gp->detached) {
 		bb_lock_release(&gp->lock);
 		return EINVAL;
@@ -652,19 +692,36 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 			bb_lock_release(&gp->lock);
 			return EINVAL;
 		}
-		if (mode == BB_JOIN_TIMED) {
-			bb_lock_release(&gp->lock);
-			int err = timedwait_exit(gp, deadline);
-			if (err)
-				return err;
-			return bb_gjoin(gp, result, BB_JOIN_TRY, 0);
+		if (mode == BB_JOIN_BLOCK) {
+			gp->joined = true;
+			gp->joiner = self;
+			bb_gopark(unlock_g, gp, waitReasonJoin);
+			bb_lock_acquire(&gp->lock);
+			if (!gp->exited)
+				bb_throw("join: woken before G%llu exited",
+					 (unsigned long long)gp->goid);
 		}
-		gp->joined = true;
-		gp->joiner = self;
-		bb_gopark(unlock_g, gp, waitReasonJoin);
-		bb_lock_acquire(&gp->lock);
-		if (!gp->exited)
-			bb_throw("join: woken before G%llu exited", (unsigned long long)gp->goid);
+		/* timed: a wake-up is either the exit or the timer; a timer of an
+		 * earlier wait that fired late may wake us early: then wait again */
+		while (!gp->exited) {
+			if (bb_nanotime() >= deadline) {
+				bb_lock_release(&gp->lock);
+				return ETIMEDOUT;
+			}
+			gp->joined = true;
+			gp->joiner = self;
+			self->timer.when = deadline;
+			self->timer.fn = join_timeout;
+			self->timer.arg = gp;
+			self->timer.seq = (uintptr_t)self;
+			bb_gopark(arm_and_unlock_g, gp, waitReasonJoin);
+			bb_deltimer(&self->timer);
+			bb_lock_acquire(&gp->lock);
+			if (gp->joiner == self) {
+				gp->joiner = NULL;
+				gp->joined = false;
+			}
+		}
 	}
 	if (result)
 		*result = gp->result;

@@ -88,6 +88,17 @@ typedef struct bb_note {
 	_Atomic uint32_t key; /* 0 clear, 1 woken; an M sleeps on it with futex */
 } bb_note;
 
+/* a timer on a P's heap (timer.c). fn runs on some M with a P, must not block */
+typedef struct bb_timer {
+	int64_t when;                 /* monotonic ns; set before arming */
+	void (*fn)(void *arg, uintptr_t seq);
+	void *arg;
+	uintptr_t seq;
+	_Atomic(bb_p *) pp;           /* the heap it is on, NULL when not armed:
+					 written under that P's timerslock */
+	int idx;                      /* index in that heap: timerslock */
+} bb_timer;
+
 #define BB_G_MAGIC 0x62626f62u /* "bbob" */
 
 struct bb_g {
@@ -133,6 +144,7 @@ struct bb_g {
 	bb_g *waitnext;
 	uintptr_t waitticket;
 	_Atomic uint32_t woken;
+	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
 	struct _Unwind_Exception exit_exc; /* pthread_exit's forced unwind */
 };
@@ -156,6 +168,13 @@ struct bb_p {
 
 	bb_g *gfree;              /* owner P: dead Gs with default-size stacks */
 	int32_t gfreecnt;
+
+	/* timers: the heap under timerslock; timer0when (earliest, 0 = none)
+	 * is read without the lock, stored with release under it */
+	bb_lock timerslock;
+	bb_timer **timers;
+	int32_t ntimers, timerscap;
+	_Atomic int64_t timer0when;
 };
 
 struct bb_m {
@@ -199,6 +218,11 @@ typedef struct bb_sched {
 	_Atomic int64_t goidgen;
 	_Atomic int32_t nlive;      /* Gs that have not exited (the process ends at 0) */
 	_Atomic int32_t nthreadsmax;/* peak live Gs */
+	/* timer sleeper (timer.c): all seq_cst */
+	_Atomic uint64_t timergen;   /* bumped by every bb_addtimer */
+	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
+	_Atomic int64_t sleepuntil;  /* its deadline */
+	_Atomic uint32_t timerwake;  /* futex word it sleeps on */
 } bb_sched;
 
 extern bb_sched bb_sched_;
@@ -314,6 +338,14 @@ void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
 void bb_tcb_adopt_main(bb_g *gp);          /* G1 keeps the initial TCB */
 void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
 extern long bb_off_g_in_tcb;               /* where the G pointer is kept */
+
+/* ---- timer.c ---- */
+bool bb_addtimer(bb_timer *t);          /* on the current P; false: no memory */
+bool bb_deltimer(bb_timer *t);          /* true if disarmed before it fired */
+int bb_runtimers(bb_p *pp, int64_t now);
+int64_t bb_nexttimer(void);
+bool bb_timer_sleep(void);
+void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, arg) holds under the queue lock. */

@@ -1,0 +1,238 @@
+/*
+ * timer.c — per-P timer heaps (Go's timers, simplified): what wakes a
+ * sleeping G, a timed wait that expires, a timed join.
+ *
+ * Each P owns a 4-ary min-heap of timers ordered by `when` (monotonic ns),
+ * guarded by the P's timerslock so that an idle P can run another P's
+ * expired timers ("stealing" them) and a G can cancel its timer from any M.
+ * p->timer0when mirrors the earliest deadline (0: none) so schedule() checks
+ * it with one load.
+ *
+ * Who wakes up for a timer when every M is idle: at most one M, the timer
+ * sleeper, sleeps with a futex timeout until the earliest deadline of all Ps
+ * (Go lets one M block in netpoll for this). Adding an earlier timer wakes
+ * it; with no sleeper, adding a timer makes sure an M is looking for work
+ * (it will become the sleeper). sched.timergen closes the race between an M
+ * computing the next deadline and a timer added just after.
+ *
+ * A timer's function runs on g0 or on the G that cancels nothing; it must not
+ * block: it readies a G, nothing else.
+ */
+#include "runtime.h"
+
+#include <linux/futex.h>
+#include <stdlib.h>
+
+#define HEAP_ARITY 4
+
+static void siftup(bb_p *pp, int i)
+{
+	bb_timer **h = pp->timers;
+	bb_timer *t = h[i];
+	while (i > 0) {
+		int parent = (i - 1) / HEAP_ARITY;
+		if (h[parent]->when <= t->when)
+			break;
+		h[i] = h[parent];
+		h[i]->idx = i;
+		i = parent;
+	}
+	h[i] = t;
+	t->idx = i;
+}
+
+static void siftdown(bb_p *pp, int i)
+{
+	bb_timer **h = pp->timers;
+	int n = pp->ntimers;
+	bb_timer *t = h[i];
+	for (;;) {
+		int c = i * HEAP_ARITY + 1;
+		if (c >= n)
+			break;
+		int best = c;
+		for (int k = 1; k < HEAP_ARITY && c + k < n; k++)
+			if (h[c + k]->when < h[best]->when)
+				best = c + k;
+		if (h[best]->when >= t->when)
+			break;
+		h[i] = h[best];
+		h[i]->idx = i;
+		i = best;
+	}
+	h[i] = t;
+	t->idx = i;
+}
+
+static void update_timer0(bb_p *pp)
+{
+	atomic_store_explicit(&pp->timer0when, pp->ntimers ? pp->timers[0]->when : 0,
+			      memory_order_release);
+}
+
+/* remove the timer at index i: timerslock held */
+static void heap_remove(bb_p *pp, int i)
+{
+	bb_timer *t = pp->timers[i];
+	int last = --pp->ntimers;
+	if (i != last) {
+		pp->timers[i] = pp->timers[last];
+		pp->timers[i]->idx = i;
+		siftup(pp, i);
+		siftdown(pp, pp->timers[i]->idx);
+	}
+	t->idx = -1;
+	t->pp = NULL;
+	update_timer0(pp);
+}
+
+/* Arm t on the current P. t must not be armed. Returns false if out of memory. */
+bool bb_addtimer(bb_timer *t)
+{
+	bb_m *mp = bb_getm();
+	bb_p *pp = mp->p;
+	bb_lock_acquire(&pp->timerslock);
+	if (pp->ntimers == pp->timerscap) {
+		int cap = pp->timerscap ? pp->timerscap * 2 : 64;
+		bb_timer **h = realloc(pp->timers, (size_t)cap * sizeof *h);
+		if (h == NULL) {
+			bb_lock_release(&pp->timerslock);
+			return false;
+		}
+		pp->timers = h;
+		pp->timerscap = cap;
+	}
+	t->pp = pp;
+	pp->timers[pp->ntimers++] = t;
+	siftup(pp, pp->ntimers - 1);
+	update_timer0(pp);
+	bb_lock_release(&pp->timerslock);
+
+	/* seq_cst, pairs with the sleeper's re-check in bb_timer_sleep */
+	atomic_fetch_add(&bb_sched_.timergen, 1);
+	bb_m *sleeper = atomic_load(&bb_sched_.timersleeper);
+	if (sleeper != NULL) {
+		if (t->when < atomic_load(&bb_sched_.sleepuntil)) {
+			atomic_fetch_add(&bb_sched_.timerwake, 1);
+			bb_futex(&bb_sched_.timerwake, FUTEX_WAKE, 1, NULL);
+		}
+	} else {
+		bb_wakep();
+	}
+	return true;
+}
+
+/* Disarm t. True if it was still armed (its function will not run); false
+ * if it already fired or is firing right now. Any M. */
+bool bb_deltimer(bb_timer *t)
+{
+	for (;;) {
+		bb_p *pp = atomic_load_explicit(&t->pp, memory_order_acquire);
+		if (pp == NULL)
+			return false;
+		bb_lock_acquire(&pp->timerslock);
+		if (t->pp != pp) { /* moved or fired while we took the lock */
+			bb_lock_release(&pp->timerslock);
+			continue;
+		}
+		heap_remove(pp, t->idx);
+		bb_lock_release(&pp->timerslock);
+		return true;
+	}
+}
+
+/* Run pp's expired timers. Any M holding some P. Returns how many ran. */
+int bb_runtimers(bb_p *pp, int64_t now)
+{
+	int n = 0;
+	for (;;) {
+		int64_t w = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
+		if (w == 0 || w > now)
+			return n;
+		bb_lock_acquire(&pp->timerslock);
+		if (pp->ntimers == 0 || pp->timers[0]->when > now) {
+			bb_lock_release(&pp->timerslock);
+			return n;
+		}
+		bb_timer *t = pp->timers[0];
+		void (*fn)(void *, uintptr_t) = t->fn;
+		void *arg = t->arg;
+		uintptr_t seq = t->seq;
+		heap_remove(pp, 0);
+		bb_lock_release(&pp->timerslock);
+		fn(arg, seq); /* t may be reused from here on */
+		n++;
+	}
+}
+
+/* earliest deadline over all Ps, 0 if none */
+int64_t bb_nexttimer(void)
+{
+	int64_t next = 0;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		int64_t w = atomic_load_explicit(&bb_allp[i]->timer0when, memory_order_acquire);
+		if (w != 0 && (next == 0 || w < next))
+			next = w;
+	}
+	return next;
+}
+
+/* Called by an M with no P and no work. If timers are pending and no other
+ * M is the timer sleeper, sleep until the earliest one (or until woken) and
+ * return true: the caller then looks for a P and runs the timers. Returns
+ * false if this M should just stop. */
+bool bb_timer_sleep(void)
+{
+	bb_m *mp = bb_getm();
+	for (;;) {
+		uint32_t w = atomic_load(&bb_sched_.timerwake);
+		uint64_t gen = atomic_load(&bb_sched_.timergen);
+		int64_t next = bb_nexttimer();
+		if (next == 0)
+			return false;
+		bb_m *none = NULL;
+		if (!atomic_compare_exchange_strong(&bb_sched_.timersleeper, &none, mp))
+			return false; /* another M keeps the timers */
+		atomic_store(&bb_sched_.sleepuntil, next);
+		if (atomic_load(&bb_sched_.timergen) != gen) {
+			atomic_store(&bb_sched_.timersleeper, NULL);
+			continue; /* a timer was added meanwhile: recompute */
+		}
+		int64_t delay = next - bb_nanotime();
+		if (delay > 0) {
+			struct timespec ts = {delay / 1000000000, delay % 1000000000};
+			bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, &ts);
+		}
+		atomic_store(&bb_sched_.timersleeper, NULL);
+		return true;
+	}
+}
+
+/* ---- sleeping ---- */
+
+static void ready_sleeper(void *arg, uintptr_t seq)
+{
+	bb_goready((bb_g *)arg);
+}
+
+static bool arm_sleep(bb_g *gp, void *arg)
+{
+	return bb_addtimer(&gp->timer); /* out of memory: do not sleep */
+}
+
+/* Park the current G for ns nanoseconds (monotonic). */
+void bb_sleep_until(int64_t deadline)
+{
+	bb_g *gp = bb_getg();
+	if (deadline <= bb_nanotime()) {
+		bb_gosched();
+		return;
+	}
+	gp->timer.when = deadline;
+	gp->timer.fn = ready_sleeper;
+	gp->timer.arg = gp;
+	gp->timer.seq = 0;
+	/* armed on g0 after the G is marked waiting: the timer cannot fire
+	 * before the G is parked */
+	bb_gopark(arm_sleep, NULL, waitReasonSleep);
+}
