@@ -225,3 +225,8 @@ void bb_tcb_on_g_exit(bb_g *gp)
 		memset(rs, 0, sizeof *rs);
 	}
 }
+
+int bb_g_tid(bb_g *gp)
+{
+	return *(int *)((char *)gp->tcb + OFF_TID);
+}

@@ -77,6 +77,8 @@ enum {
 	waitReasonSema,
 	waitReasonSleep,
 	waitReasonYield,
+	waitReasonMutex,
+	waitReasonCond,
 	waitReasonCount
 };
 
@@ -140,9 +142,11 @@ struct bb_g {
 	int schedprio;
 
 	/* park/wait support */
-	void *waitaddr;      /* address-keyed wait queue this G is on */
-	bb_g *waitnext;
-	uintptr_t waitticket;
+	void *waitaddr;      /* address-keyed wait queue this G is on: its bucket lock */
+	bb_g *waitnext, *waitprev;
+	_Atomic uintptr_t waitticket; /* bumped per park: a late timer sees the wait is over */
+	_Atomic(void *) waitbucket;   /* the bucket of the current park */
+	bool timedout;       /* set by the timer under the bucket lock */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
@@ -335,7 +339,8 @@ int bb_tls_init(void);                    /* 0, or -1 with a reason printed */
 void *bb_tcb_alloc(void);
 void bb_tcb_prepare(bb_g *gp, bool reused); /* set fields for this G */
 void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
-void bb_tcb_adopt_main(bb_g *gp);          /* G1 keeps the initial TCB */
+void bb_tcb_adopt_main(bb_g *gp);
+int bb_g_tid(bb_g *gp);                   /* the tid glibc sees for this G */          /* G1 keeps the initial TCB */
 void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
 extern long bb_off_g_in_tcb;               /* where the G pointer is kept */
 
@@ -348,8 +353,14 @@ bool bb_timer_sleep(void);
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- sema.c: address-keyed wait queues ---- */
-/* Park the current G on addr if validate(addr, arg) holds under the queue lock. */
-int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *arg, uint32_t reason);
+/* Park the current G on addr if validate(addr, varg) holds under the queue
+ * lock. deadline: monotonic ns, 0 = none. after(after_arg) runs on g0 once the
+ * G is queued and the queue unlocked. Returns 0 if validate said no, 1 when
+ * woken, -1 when the deadline passed while parked, -2 if it had already
+ * passed (validate was not called). */
+int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint32_t reason,
+		 int64_t deadline, void (*after)(void *), void *after_arg);
 int bb_sema_wake(void *addr, int n); /* wake up to n waiters (n<0: all) */
+bool bb_sema_has_waiters(void *addr);
 
 #endif

@@ -3,10 +3,16 @@
  * any word in memory can have Gs parked on it, without a kernel futex and
  * without an OS thread per waiter.
  *
- * bb_sema_park checks its condition under the bucket lock and parks; the
- * bucket lock is released by gopark's unlockf on g0, after the G is marked
- * waiting. A waker takes the same lock to dequeue, so no wake-up is lost.
- * Waiters are served in FIFO order per address.
+ * bb_sema_park checks its condition under the bucket lock, enqueues the G
+ * and parks; the bucket lock is released by gopark's unlockf on g0, after
+ * the G is marked waiting, and only then does the optional `after` hook run
+ * (a condvar releases the program's mutex there). A waker takes the same
+ * bucket lock to dequeue, so no wake-up is lost. Waiters of one address are
+ * served in FIFO order.
+ *
+ * A timed park arms the G's timer; the timer and a waker race for the G
+ * under the bucket lock, and a per-park ticket tells a late timer that the
+ * wait it belonged to is over.
  */
 #include "runtime.h"
 
@@ -15,8 +21,7 @@
 typedef struct bucket {
 	bb_lock lock;
 	bb_g *head, *tail; /* waiters of every address hashing here: bucket lock */
-	char pad[64 - sizeof(bb_lock) - 2 * sizeof(void *)];
-} bucket;
+} __attribute__((aligned(64))) bucket;
 
 static bucket table[NBUCKETS];
 
@@ -26,30 +31,99 @@ static bucket *bucket_of(void *addr)
 	return &table[(a >> 3) % NBUCKETS];
 }
 
-static bool unlock_bucket(bb_g *gp, void *arg)
+/* bucket lock held */
+static void enqueue(bucket *b, bb_g *gp)
 {
-	bb_lock_release(&((bucket *)arg)->lock);
-	return true;
-}
-
-int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *arg, uint32_t reason)
-{
-	bucket *b = bucket_of(addr);
-	bb_g *gp = bb_getg();
-	bb_lock_acquire(&b->lock);
-	if (validate && !validate(addr, arg)) {
-		bb_lock_release(&b->lock);
-		return 0;
-	}
-	gp->waitaddr = addr;
 	gp->waitnext = NULL;
+	gp->waitprev = b->tail;
 	if (b->tail)
 		b->tail->waitnext = gp;
 	else
 		b->head = gp;
 	b->tail = gp;
-	bb_gopark(unlock_bucket, b, reason);
-	return 1;
+}
+
+/* bucket lock held */
+static void unlink_g(bucket *b, bb_g *gp)
+{
+	if (gp->waitprev)
+		gp->waitprev->waitnext = gp->waitnext;
+	else
+		b->head = gp->waitnext;
+	if (gp->waitnext)
+		gp->waitnext->waitprev = gp->waitprev;
+	else
+		b->tail = gp->waitprev;
+	gp->waitnext = gp->waitprev = NULL;
+	gp->waitaddr = NULL;
+}
+
+typedef struct parkctx {
+	bucket *b;
+	bool timed;
+	void (*after)(void *);
+	void *after_arg;
+} parkctx;
+
+static bool park_unlock(bb_g *gp, void *arg)
+{
+	parkctx *pc = arg;
+	if (pc->timed)
+		bb_addtimer(&gp->timer); /* out of memory: the wait is untimed */
+	bb_lock_release(&pc->b->lock);
+	if (pc->after)
+		pc->after(pc->after_arg);
+	return true;
+}
+
+static void sema_timeout(void *arg, uintptr_t seq)
+{
+	bb_g *gp = arg;
+	bucket *b = atomic_load_explicit(&gp->waitbucket, memory_order_acquire);
+	if (b == NULL)
+		return;
+	bb_lock_acquire(&b->lock);
+	bool mine = atomic_load_explicit(&gp->waitticket, memory_order_relaxed) == seq &&
+		    gp->waitaddr != NULL && atomic_load_explicit(&gp->waitbucket,
+								 memory_order_relaxed) == b;
+	if (mine) {
+		unlink_g(b, gp);
+		gp->timedout = true;
+	}
+	bb_lock_release(&b->lock);
+	if (mine)
+		bb_goready(gp);
+}
+
+int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint32_t reason,
+		 int64_t deadline, void (*after)(void *), void *after_arg)
+{
+	bucket *b = bucket_of(addr);
+	bb_g *gp = bb_getg();
+	if (deadline != 0 && deadline <= bb_nanotime())
+		return -2;
+	bb_lock_acquire(&b->lock);
+	if (validate && !validate(addr, varg)) {
+		bb_lock_release(&b->lock);
+		return 0;
+	}
+	gp->waitaddr = addr;
+	gp->timedout = false;
+	uintptr_t ticket = atomic_load_explicit(&gp->waitticket, memory_order_relaxed) + 1;
+	atomic_store_explicit(&gp->waitticket, ticket, memory_order_relaxed);
+	atomic_store_explicit(&gp->waitbucket, b, memory_order_release);
+	enqueue(b, gp);
+	parkctx pc = {b, deadline != 0, after, after_arg};
+	if (deadline != 0) {
+		gp->timer.when = deadline;
+		gp->timer.fn = sema_timeout;
+		gp->timer.arg = gp;
+		gp->timer.seq = ticket;
+	}
+	bb_gopark(park_unlock, &pc, reason);
+	if (deadline != 0)
+		bb_deltimer(&gp->timer);
+	return gp->timedout ? -1 : 1;
 }
 
 int bb_sema_wake(void *addr, int n)
@@ -58,24 +132,14 @@ int bb_sema_wake(void *addr, int n)
 	bb_g *woken = NULL, **wtail = &woken;
 	int count = 0;
 	bb_lock_acquire(&b->lock);
-	bb_g *prev = NULL;
 	for (bb_g *gp = b->head; gp && (n < 0 || count < n);) {
 		bb_g *next = gp->waitnext;
 		if (gp->waitaddr == addr) {
-			if (prev)
-				prev->waitnext = next;
-			else
-				b->head = next;
-			if (b->tail == gp)
-				b->tail = prev;
-			gp->waitaddr = NULL;
-			gp->waitnext = NULL;
+			unlink_g(b, gp);
 			*wtail = gp;
 			wtail = &gp->schedlink;
 			gp->schedlink = NULL;
 			count++;
-		} else {
-			prev = gp;
 		}
 		gp = next;
 	}
@@ -87,4 +151,18 @@ int bb_sema_wake(void *addr, int n)
 		woken = next;
 	}
 	return count;
+}
+
+bool bb_sema_has_waiters(void *addr)
+{
+	bucket *b = bucket_of(addr);
+	bool any = false;
+	bb_lock_acquire(&b->lock);
+	for (bb_g *gp = b->head; gp; gp = gp->waitnext)
+		if (gp->waitaddr == addr) {
+			any = true;
+			break;
+		}
+	bb_lock_release(&b->lock);
+	return any;
 }

@@ -33,6 +33,6 @@ BB_EXPORT int pthread_once(pthread_once_t *oc, void (*init)(void))
 		}
 		if (v & ONCE_DONE)
 			return 0;
-		bb_sema_park(w, still_running, NULL, waitReasonOnce);
+		bb_sema_park(w, still_running, NULL, waitReasonOnce, 0, NULL, NULL);
 	}
 }

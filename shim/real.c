@@ -37,6 +37,25 @@ int bb_real_init(void)
 	RESOLVE(pthread_setspecific);
 	RESOLVE(pthread_once);
 	RESOLVE(sched_yield);
+	RESOLVE(nanosleep);
+	RESOLVE(clock_nanosleep);
+	RESOLVE(usleep);
+	RESOLVE(sleep);
+	RESOLVE(pthread_mutex_lock);
+	RESOLVE(pthread_mutex_trylock);
+	RESOLVE(pthread_mutex_timedlock);
+	RESOLVE(pthread_mutex_clocklock);
+	RESOLVE(pthread_mutex_unlock);
+	RESOLVE(pthread_mutex_init);
+	RESOLVE(pthread_mutex_destroy);
+	RESOLVE(pthread_mutex_consistent);
+	RESOLVE(pthread_cond_wait);
+	RESOLVE(pthread_cond_timedwait);
+	RESOLVE(pthread_cond_clockwait);
+	RESOLVE(pthread_cond_signal);
+	RESOLVE(pthread_cond_broadcast);
+	RESOLVE(pthread_cond_init);
+	RESOLVE(pthread_cond_destroy);
 	bb_real_pthread_create = (int (*)(void *, const void *, void *(*)(void *), void *))
 		bb_real.pthread_create;
 	return 0;

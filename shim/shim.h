@@ -31,6 +31,26 @@ typedef struct bb_real_fns {
 	int (*pthread_setspecific)(pthread_key_t, const void *);
 	int (*pthread_once)(pthread_once_t *, void (*)(void));
 	int (*sched_yield)(void);
+	int (*nanosleep)(const struct timespec *, struct timespec *);
+	int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+	int (*usleep)(unsigned int);
+	unsigned int (*sleep)(unsigned int);
+	int (*pthread_mutex_lock)(pthread_mutex_t *);
+	int (*pthread_mutex_trylock)(pthread_mutex_t *);
+	int (*pthread_mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+	int (*pthread_mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+	int (*pthread_mutex_unlock)(pthread_mutex_t *);
+	int (*pthread_mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+	int (*pthread_mutex_destroy)(pthread_mutex_t *);
+	int (*pthread_mutex_consistent)(pthread_mutex_t *);
+	int (*pthread_cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+	int (*pthread_cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	int (*pthread_cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+				      const struct timespec *);
+	int (*pthread_cond_signal)(pthread_cond_t *);
+	int (*pthread_cond_broadcast)(pthread_cond_t *);
+	int (*pthread_cond_init)(pthread_cond_t *, const pthread_condattr_t *);
+	int (*pthread_cond_destroy)(pthread_cond_t *);
 } bb_real_fns;
 
 extern bb_real_fns bb_real;

@@ -1,0 +1,40 @@
+/*
+ * mutex.h — bobbin's view of glibc's pthread_mutex_t (40 bytes), shared by
+ * the mutex and condvar shims.
+ */
+#ifndef BB_MUTEX_H
+#define BB_MUTEX_H
+
+#include "shim.h"
+
+/* glibc 2.36's struct __pthread_mutex_s, x86_64. The static initialisers
+ * set only kind; all-zero is a default mutex. */
+typedef struct bb_mutex {
+	_Atomic int lock;   /* 0 free, 1 held, 2 held and Gs may be parked on it */
+	unsigned count;     /* recursion depth (recursive mutexes): owner only */
+	_Atomic int owner;  /* tid of the holder (as glibc's): written by it */
+	unsigned nusers;    /* holders: destroy of a held mutex is EBUSY */
+	_Atomic int kind;   /* PTHREAD_MUTEX_* | flags; -1 after destroy */
+	short spins, elision;
+	void *list[2];
+} bb_mutex;
+_Static_assert(sizeof(bb_mutex) == sizeof(pthread_mutex_t), "mutex overlay");
+
+#define BB_MUTEX_KIND_MASK 3
+/* kernel-semantics mutexes: robust, priority-inherit/-protect, process-shared */
+#define BB_MUTEX_KERNEL_FLAGS (16 | 32 | 64 | 128)
+#define BB_MUTEX_ELISION_FLAGS (256 | 512)
+
+static inline int bb_self_tid(void)
+{
+	int tid;
+	__asm__ volatile("movl %%fs:720, %0" : "=r"(tid)); /* struct pthread.tid */
+	return tid;
+}
+
+/* the program's mutex released from g0 by a condvar wait: no owner checks */
+void bb_mutex_release(void *m);
+int bb_mutex_lock_until(bb_mutex *m, int64_t deadline);
+int64_t bb_abs_deadline(clockid_t clock, const struct timespec *abstime);
+
+#endif

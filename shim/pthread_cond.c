@@ -1,0 +1,135 @@
+/*
+ * pthread_cond.c — condition variables whose waiters park their G,
+ * overlaying glibc's pthread_cond_t (48 bytes; all-zero is a default one).
+ *
+ * A waiter queues itself on the condvar's address *before* the program's
+ * mutex is released (the release runs on g0 after the park, sema.c's
+ * `after` hook), so a signal sent by anyone who then takes the mutex always
+ * finds it: no lost wake-ups. The word at offset 0 counts queued waiters so
+ * a signal with none is one load. glibc's __wrefs word (offset 36) keeps the
+ * clock (bit 1: CLOCK_MONOTONIC) and process-shared (bit 0) attributes set
+ * by pthread_cond_init; process-shared condvars keep glibc's implementation.
+ */
+#include "mutex.h"
+
+#include <errno.h>
+
+typedef struct bb_cond {
+	_Atomic uint32_t nwaiters; /* queued Gs; changed under the queue's lock */
+	uint32_t unused0[8];
+	uint32_t wrefs;            /* glibc's: bit 0 pshared, bit 1 monotonic */
+	uint32_t unused1[2];
+} bb_cond;
+_Static_assert(sizeof(bb_cond) == sizeof(pthread_cond_t), "cond overlay");
+_Static_assert(offsetof(bb_cond, wrefs) == 36, "glibc __wrefs");
+
+static bool count_waiter(void *addr, void *arg)
+{
+	atomic_fetch_add_explicit(&((bb_cond *)addr)->nwaiters, 1, memory_order_relaxed);
+	return true;
+}
+
+static bool pshared(pthread_cond_t *c)
+{
+	return ((bb_cond *)c)->wrefs & 1;
+}
+
+static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
+{
+	bb_cond *c = (bb_cond *)cv;
+	bb_mutex *m = (bb_mutex *)mu;
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	if (kind < 0)
+		return EINVAL;
+	if ((kind & BB_MUTEX_KIND_MASK) == PTHREAD_MUTEX_RECURSIVE ||
+	    (kind & BB_MUTEX_KIND_MASK) == PTHREAD_MUTEX_ERRORCHECK) {
+		if (atomic_load_explicit(&m->owner, memory_order_relaxed) != bb_self_tid())
+			return EPERM;
+	}
+	unsigned depth = m->count; /* a recursive mutex comes back as deep as it was */
+	int r = bb_sema_park(c, count_waiter, NULL, waitReasonCond, deadline, bb_mutex_release, m);
+	if (r == -2)
+		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
+	if (r == -1) /* the timer dequeued us; a signal would have uncounted us */
+		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	bb_mutex_lock_until(m, 0);
+	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
+	m->count = depth;
+	m->nusers++;
+	return r == -1 ? ETIMEDOUT : 0;
+}
+
+static bool kernel_mutex(pthread_mutex_t *mu)
+{
+	int kind = atomic_load_explicit(&((bb_mutex *)mu)->kind, memory_order_relaxed);
+	return kind > 0 && (kind & BB_MUTEX_KERNEL_FLAGS) != 0;
+}
+
+BB_EXPORT int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+		return REAL(pthread_cond_wait)(cv, mu);
+	return wait_common(cv, mu, 0);
+}
+
+BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
+				     const struct timespec *abstime)
+{
+	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+		return REAL(pthread_cond_timedwait)(cv, mu, abstime);
+	clockid_t clock = (((bb_cond *)cv)->wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+	int64_t deadline = bb_abs_deadline(clock, abstime);
+	if (deadline < 0)
+		return EINVAL;
+	return wait_common(cv, mu, deadline);
+}
+
+BB_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clock,
+				     const struct timespec *abstime)
+{
+	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+		return REAL(pthread_cond_clockwait)(cv, mu, clock, abstime);
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	int64_t deadline = bb_abs_deadline(clock, abstime);
+	if (deadline < 0)
+		return EINVAL;
+	return wait_common(cv, mu, deadline);
+}
+
+static int wake(pthread_cond_t *cv, int n)
+{
+	bb_cond *c = (bb_cond *)cv;
+	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) == 0)
+		return 0;
+	int woken = bb_sema_wake(c, n);
+	if (woken)
+		atomic_fetch_sub_explicit(&c->nwaiters, (uint32_t)woken, memory_order_relaxed);
+	return 0;
+}
+
+BB_EXPORT int pthread_cond_signal(pthread_cond_t *cv)
+{
+	if (!bb_active || pshared(cv))
+		return REAL(pthread_cond_signal)(cv);
+	return wake(cv, 1);
+}
+
+BB_EXPORT int pthread_cond_broadcast(pthread_cond_t *cv)
+{
+	if (!bb_active || pshared(cv))
+		return REAL(pthread_cond_broadcast)(cv);
+	return wake(cv, -1);
+}
+
+BB_EXPORT int pthread_cond_init(pthread_cond_t *cv, const pthread_condattr_t *attr)
+{
+	return REAL(pthread_cond_init)(cv, attr); /* data only: sets the clock bits */
+}
+
+BB_EXPORT int pthread_cond_destroy(pthread_cond_t *cv)
+{
+	if (!bb_active || pshared(cv))
+		return REAL(pthread_cond_destroy)(cv);
+	return 0;
+}

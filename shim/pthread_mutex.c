@@ -1,0 +1,190 @@
+/*
+ * pthread_mutex.c — mutexes whose waiters park their G (normal, recursive,
+ * errorcheck, adaptive), overlaying glibc's pthread_mutex_t.
+ *
+ * The lock word is the classic three-state futex mutex; where a futex would
+ * sleep, the G parks on the word's address (sema.c) and its M runs other Gs.
+ * Robust, priority-inherit/-protect and process-shared mutexes keep glibc's
+ * kernel implementation (the real functions). Error codes are NPTL's:
+ * EDEADLK (errorcheck relock), EPERM (unlock by a non-owner), EBUSY
+ * (trylock, destroy while held), EAGAIN (recursion overflow), EINVAL (a
+ * destroyed or unknown kind, a bad timeout), ETIMEDOUT.
+ */
+#include "mutex.h"
+
+#include <errno.h>
+
+static bool still_contended(void *addr, void *arg)
+{
+	return atomic_load_explicit((_Atomic int *)addr, memory_order_relaxed) == 2;
+}
+
+/* take the lock word; 0 or ETIMEDOUT */
+int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
+{
+	int c = 0;
+	if (atomic_compare_exchange_strong_explicit(&m->lock, &c, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return 0;
+	/* the holder is likely running on another P: spin a little first */
+	if (bb_gomaxprocs > 1) {
+		for (int i = 0; i < 64; i++) {
+			__builtin_ia32_pause();
+			c = 0;
+			if (atomic_load_explicit(&m->lock, memory_order_relaxed) == 0 &&
+			    atomic_compare_exchange_weak_explicit(&m->lock, &c, 1, memory_order_acquire,
+								  memory_order_relaxed))
+				return 0;
+		}
+	}
+	for (;;) {
+		/* acquire: pairs with the release exchange in unlock */
+		if (atomic_exchange_explicit(&m->lock, 2, memory_order_acquire) == 0)
+			return 0;
+		if (bb_sema_park(&m->lock, still_contended, NULL, waitReasonMutex, deadline, NULL,
+				 NULL) < 0)
+			return ETIMEDOUT;
+	}
+}
+
+void bb_mutex_release(void *mv)
+{
+	bb_mutex *m = mv;
+	atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
+	m->nusers--;
+	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
+		bb_sema_wake(&m->lock, 1);
+}
+
+static int lock_common(bb_mutex *m, int64_t deadline, bool try)
+{
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed) & ~BB_MUTEX_ELISION_FLAGS;
+	if (kind < 0 || kind > 3)
+		return EINVAL;
+	int self = bb_self_tid();
+	if (atomic_load_explicit(&m->owner, memory_order_relaxed) == self) {
+		if (kind == PTHREAD_MUTEX_RECURSIVE) {
+			if (m->count + 1 == 0)
+				return EAGAIN;
+			m->count++;
+			return 0;
+		}
+		if (kind == PTHREAD_MUTEX_ERRORCHECK && !try)
+			return EDEADLK;
+	}
+	if (try) {
+		int c = 0;
+		if (!atomic_compare_exchange_strong_explicit(&m->lock, &c, 1, memory_order_acquire,
+							     memory_order_relaxed))
+			return EBUSY;
+	} else {
+		int err = bb_mutex_lock_until(m, deadline);
+		if (err)
+			return err;
+	}
+	atomic_store_explicit(&m->owner, self, memory_order_relaxed);
+	m->count = 1;
+	m->nusers++;
+	return 0;
+}
+
+static bool kernel_mutex(pthread_mutex_t *mu)
+{
+	int kind = atomic_load_explicit(&((bb_mutex *)mu)->kind, memory_order_relaxed);
+	return kind > 0 && (kind & BB_MUTEX_KERNEL_FLAGS) != 0;
+}
+
+BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
+{
+	if (!bb_on_g() || kernel_mutex(mu))
+		return REAL(pthread_mutex_lock)(mu);
+	return lock_common((bb_mutex *)mu, 0, false);
+}
+
+BB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mu)
+{
+	if (!bb_on_g() || kernel_mutex(mu))
+		return REAL(pthread_mutex_trylock)(mu);
+	return lock_common((bb_mutex *)mu, 0, true);
+}
+
+/* a deadline on the monotonic clock for an absolute time on `clock`;
+ * -1 if abstime is invalid */
+int64_t bb_abs_deadline(clockid_t clock, const struct timespec *abstime)
+{
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
+		return -1;
+	struct timespec now;
+	clock_gettime(clock, &now);
+	int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
+		       (abstime->tv_nsec - now.tv_nsec);
+	int64_t mono = bb_nanotime();
+	if (left <= 0)
+		return mono > 0 ? mono : 1; /* already passed: still a valid deadline */
+	return left > INT64_MAX - mono ? INT64_MAX : mono + left;
+}
+
+static int timed(pthread_mutex_t *mu, clockid_t clock, const struct timespec *abstime)
+{
+	bb_mutex *m = (bb_mutex *)mu;
+	/* NPTL checks the time only when it would have to wait */
+	int err = lock_common(m, 0, true);
+	if (err != EBUSY)
+		return err;
+	int64_t deadline = bb_abs_deadline(clock, abstime);
+	if (deadline < 0)
+		return EINVAL;
+	return lock_common(m, deadline, false);
+}
+
+BB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mu, const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_mutex(mu))
+		return REAL(pthread_mutex_timedlock)(mu, abstime);
+	return timed(mu, CLOCK_REALTIME, abstime);
+}
+
+BB_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mu, clockid_t clock,
+				      const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_mutex(mu))
+		return REAL(pthread_mutex_clocklock)(mu, clock, abstime);
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return timed(mu, clock, abstime);
+}
+
+BB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mu)
+{
+	if (!bb_on_g() || kernel_mutex(mu))
+		return REAL(pthread_mutex_unlock)(mu);
+	bb_mutex *m = (bb_mutex *)mu;
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed) & ~BB_MUTEX_ELISION_FLAGS;
+	if (kind < 0 || kind > 3)
+		return EINVAL;
+	if (kind == PTHREAD_MUTEX_RECURSIVE || kind == PTHREAD_MUTEX_ERRORCHECK) {
+		if (atomic_load_explicit(&m->owner, memory_order_relaxed) != bb_self_tid() ||
+		    atomic_load_explicit(&m->lock, memory_order_relaxed) == 0)
+			return EPERM;
+		if (kind == PTHREAD_MUTEX_RECURSIVE && --m->count != 0)
+			return 0;
+	}
+	bb_mutex_release(m);
+	return 0;
+}
+
+BB_EXPORT int pthread_mutex_init(pthread_mutex_t *mu, const pthread_mutexattr_t *attr)
+{
+	return REAL(pthread_mutex_init)(mu, attr); /* data only: glibc's layout is ours */
+}
+
+BB_EXPORT int pthread_mutex_destroy(pthread_mutex_t *mu)
+{
+	if (!bb_active || kernel_mutex(mu))
+		return REAL(pthread_mutex_destroy)(mu);
+	bb_mutex *m = (bb_mutex *)mu;
+	if (m->nusers != 0)
+		return EBUSY;
+	atomic_store_explicit(&m->kind, -1, memory_order_relaxed);
+	return 0;
+}

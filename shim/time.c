@@ -1,0 +1,91 @@
+/*
+ * time.c — nanosleep, clock_nanosleep, usleep, sleep: park the G on a timer
+ * of its P instead of putting the OS thread to sleep.
+ *
+ * Arguments are checked as the kernel checks them (EINVAL for a negative
+ * time or tv_nsec outside [0, 1e9)). Absolute sleeps on CLOCK_REALTIME are
+ * converted to the monotonic clock when they start: a wall-clock jump during
+ * the sleep is not followed (README, known limits). CPU-time clocks go to the
+ * real call.
+ */
+#include "shim.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static bool ts_valid(const struct timespec *ts)
+{
+	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 && ts->tv_sec >= 0;
+}
+
+/* a deadline on the runtime's monotonic clock, saturating far in the future */
+static int64_t deadline_after(int64_t ns)
+{
+	int64_t now = bb_nanotime();
+	return ns > INT64_MAX - now ? INT64_MAX : now + ns;
+}
+
+BB_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	if (!bb_on_g())
+		return REAL(nanosleep)(req, rem);
+	if (!ts_valid(req)) {
+		errno = EINVAL;
+		return -1;
+	}
+	bb_sleep_until(deadline_after(ts_ns(req)));
+	return 0;
+}
+
+BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+			      struct timespec *rem)
+{
+	if (!bb_on_g())
+		return REAL(clock_nanosleep)(clock, flags, req, rem);
+	switch (clock) {
+	case CLOCK_REALTIME:
+	case CLOCK_MONOTONIC:
+	case CLOCK_BOOTTIME:
+	case CLOCK_TAI:
+		break;
+	case CLOCK_THREAD_CPUTIME_ID:
+		return EINVAL; /* as the kernel answers */
+	default:
+		return REAL(clock_nanosleep)(clock, flags, req, rem);
+	}
+	if (!(ts_valid(req) || ((flags & TIMER_ABSTIME) && req->tv_nsec >= 0 &&
+				req->tv_nsec < 1000000000)))
+		return EINVAL;
+	int64_t ns = ts_ns(req);
+	if (flags & TIMER_ABSTIME) {
+		struct timespec now;
+		clock_gettime(clock, &now);
+		ns -= ts_ns(&now);
+	}
+	if (ns > 0)
+		bb_sleep_until(deadline_after(ns));
+	else
+		bb_gosched();
+	return 0;
+}
+
+BB_EXPORT int usleep(useconds_t us)
+{
+	if (!bb_on_g())
+		return REAL(usleep)(us);
+	bb_sleep_until(deadline_after((int64_t)us * 1000));
+	return 0;
+}
+
+BB_EXPORT unsigned int sleep(unsigned int s)
+{
+	if (!bb_on_g())
+		return REAL(sleep)(s);
+	bb_sleep_until(deadline_after((int64_t)s * 1000000000));
+	return 0;
+}
