@@ -376,11 +376,43 @@ static void park_m(bb_g *gp)
 	bb_schedule();
 }
 
+/* A G that holds a glibc-internal lock (a FILE lock taken by flockfile)
+ * must not be switched away: other Gs wait for that lock in the kernel,
+ * blocking their Ms, and the holder might never get one back. Such a G
+ * waits on its own M instead, still holding its P, running the P's timers. */
+static void park_pinned(bb_g *gp, bool (*unlockf)(bb_g *, void *), void *arg)
+{
+	gp->pinned_wait = true;
+	bb_casgstatus(gp, Grunning, Gwaiting);
+	if (unlockf && !unlockf(gp, arg)) {
+		bb_casgstatus(gp, Gwaiting, Grunning);
+		gp->pinned_wait = false;
+		return;
+	}
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&gp->status, memory_order_acquire) != Grunnable; spins++) {
+		bb_m *mp = bb_getm();
+		if (atomic_load_explicit(&mp->p->timer0when, memory_order_relaxed) != 0)
+			bb_runtimers(mp->p, bb_nanotime());
+		if (spins < 100)
+			__builtin_ia32_pause();
+		else
+			bb_sys(SYS_sched_yield, 0, 0, 0);
+	}
+	gp->pinned_wait = false;
+	bb_casgstatus(gp, Grunnable, Grunning);
+}
+
 void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	gp->waitreason = reason;
+	if (gp->libclocks > 0) {
+		park_pinned(gp, unlockf, arg);
+		gp->waitreason = waitReasonZero;
+		return;
+	}
 	mp->waitunlockf = unlockf; /* read by park_m on this M's g0 */
 	mp->waitarg = arg;
 	bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
@@ -389,7 +421,10 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 
 void bb_goready(bb_g *gp)
 {
+	bool pinned = gp->pinned_wait; /* read before the CAS hands the G over */
 	bb_casgstatus(gp, Gwaiting, Grunnable);
+	if (pinned)
+		return; /* it waits on its own M: see park_pinned */
 	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
 	if (mp && mp->p) {
 		bb_runqput(mp->p, gp, true);
@@ -418,6 +453,8 @@ static void gosched_m(bb_g *gp)
 void bb_gosched(void)
 {
 	bb_m *mp = bb_getm();
+	if (mp->curg->libclocks > 0)
+		return; /* holds a glibc-internal lock: see park_pinned */
 	if (bb_runqempty(mp->p) &&
 	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
 		return;

@@ -147,6 +147,8 @@ struct bb_g {
 	_Atomic uintptr_t waitticket; /* bumped per park: a late timer sees the wait is over */
 	_Atomic(void *) waitbucket;   /* the bucket of the current park */
 	bool timedout;       /* set by the timer under the bucket lock */
+	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
+	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */

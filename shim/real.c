@@ -56,6 +56,9 @@ int bb_real_init(void)
 	RESOLVE(pthread_cond_broadcast);
 	RESOLVE(pthread_cond_init);
 	RESOLVE(pthread_cond_destroy);
+	RESOLVE(flockfile);
+	RESOLVE(ftrylockfile);
+	RESOLVE(funlockfile);
 	bb_real_pthread_create = (int (*)(void *, const void *, void *(*)(void *), void *))
 		bb_real.pthread_create;
 	return 0;

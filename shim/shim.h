@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <stdio.h>
 
 #define BB_EXPORT __attribute__((visibility("default")))
 
@@ -51,6 +52,9 @@ typedef struct bb_real_fns {
 	int (*pthread_cond_broadcast)(pthread_cond_t *);
 	int (*pthread_cond_init)(pthread_cond_t *, const pthread_condattr_t *);
 	int (*pthread_cond_destroy)(pthread_cond_t *);
+	void (*flockfile)(FILE *);
+	int (*ftrylockfile)(FILE *);
+	void (*funlockfile)(FILE *);
 } bb_real_fns;
 
 extern bb_real_fns bb_real;
