@@ -217,6 +217,15 @@ void bb_tcb_on_g_start(bb_g *gp)
 void bb_tcb_on_g_exit(bb_g *gp)
 {
 	call_tls_dtors(); /* C++ thread_local destructors */
+	/* glibc's TSD second-level blocks (calloc'd by its setspecific on this
+	 * G); the first block is inside the TCB and is cleared on reuse */
+	void **specific = (void **)((char *)gp->tcb + OFF_SPECIFIC);
+	for (int i = 1; i < 32; i++) {
+		if (specific[i]) {
+			free(specific[i]);
+			specific[i] = NULL;
+		}
+	}
 	uselocale(LC_GLOBAL_LOCALE);
 	res_state rs = (res_state)((char *)gp->tcb + OFF_RES);
 	if (rs->options & RES_INIT) {

@@ -469,14 +469,18 @@ static void gfput(bb_p *pp, bb_g *gp)
 	pp->gfree = gp;
 	if (++pp->gfreecnt < BB_GFREE_LOCAL_MAX)
 		return;
-	/* spill half to the global list, giving their stack pages back */
+	/* spill half to the global list; past BB_GFREE_WARM_MAX cached Gs their
+	 * stack pages go back to the kernel (a syscall per G: not for the
+	 * common churn of a few hundred threads) */
+	bool release = bb_sched_.ngfree >= BB_GFREE_WARM_MAX;
 	bb_g *head = NULL, *tail = NULL;
 	int32_t n = 0;
 	while (pp->gfreecnt > BB_GFREE_LOCAL_MAX / 2) {
 		bb_g *g1 = pp->gfree;
 		pp->gfree = g1->schedlink;
 		pp->gfreecnt--;
-		bb_stackrelease(g1);
+		if (release)
+			bb_stackrelease(g1);
 		g1->schedlink = head;
 		head = g1;
 		if (tail == NULL)

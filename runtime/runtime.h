@@ -32,6 +32,7 @@
 #endif
 
 #define BB_GFREE_LOCAL_MAX 64 /* dead Gs cached per P before spilling to sched */
+#define BB_GFREE_WARM_MAX 1024 /* globally cached Gs that keep their stack pages */
 
 typedef struct bb_g bb_g;
 typedef struct bb_m bb_m;
@@ -132,10 +133,6 @@ struct bb_g {
 	bool is_main;        /* G1: original stack and TCB, never recycled */
 	bool joined;         /* someone is joining, a second join is EINVAL */
 	bb_g *joiner;
-
-	/* thread-specific data (pthread_key_*): owner G only */
-	void **tsd;          /* lazily allocated, BB_KEYS_MAX slots */
-	uint32_t *tsd_seq;
 
 	char name[16];
 	int schedpolicy;     /* stored and reported, as NPTL's attr */
