@@ -199,8 +199,12 @@ __attribute__((noreturn)) static void execute(bb_g *gp, bool inherit_time)
 	mp->curg = gp;
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
-	if (!inherit_time)
+	if (inherit_time) {
+		mp->p->inherited++;
+	} else {
 		mp->p->schedtick++;
+		mp->p->inherited = 0;
+	}
 	bb_gogo(&gp->ctx);
 }
 
@@ -333,6 +337,17 @@ void bb_schedule(void)
 	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
 	if (t0 != 0)
 		bb_runtimers(pp, bb_nanotime());
+	/* Gs that keep readying each other run from runnext and share one time
+	 * slice; once it is used up, the runnext G waits its turn at the tail of
+	 * the ring like everyone else (Go bounds this with sysmon's 10 ms
+	 * preemption; a count bounds it here on every schedule) */
+	if (pp->inherited >= BB_SLICE_INHERITS) {
+		bb_g *next = atomic_exchange_explicit(&pp->runnext, NULL, memory_order_acq_rel);
+		if (next)
+			bb_runqput(pp, next, false);
+		pp->inherited = 0;
+		pp->schedtick++;
+	}
 	/* fairness: every 61st tick look at the global queue first, so two Gs
 	 * that keep readying each other cannot starve it */
 	if (pp->schedtick % 61 == 0 &&

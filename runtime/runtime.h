@@ -32,6 +32,7 @@
 #endif
 
 #define BB_GFREE_LOCAL_MAX 64 /* dead Gs cached per P before spilling to sched */
+#define BB_SLICE_INHERITS 61   /* runnext runs sharing one time slice */
 #define BB_GFREE_WARM_MAX 1024 /* globally cached Gs that keep their stack pages */
 
 typedef struct bb_g bb_g;
@@ -159,7 +160,8 @@ struct bb_p {
 	int32_t id;
 	_Atomic uint32_t status;  /* sched.lock for Pidle transitions; owner otherwise */
 	bb_p *link;               /* idle list: sched.lock */
-	uint32_t schedtick;       /* owner P: incremented on every schedule */
+	uint32_t schedtick;       /* owner P: incremented on every new time slice */
+	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
 	bb_m *m;                  /* back-link to the M holding it */
 
 	/* run queue: runqhead CAS by owner and thieves, runqtail stored by the owner
