@@ -49,7 +49,7 @@ bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to)
 
 /* ---- idle P list: sched.lock held ---- */
 
-static void pidleput(bb_p *pp)
+void bb_pidleput(bb_p *pp)
 {
 	if (!bb_runqempty(pp))
 		bb_throw("pidleput: P%d has runnable Gs", pp->id);
@@ -60,7 +60,7 @@ static void pidleput(bb_p *pp)
 	atomic_fetch_add_explicit(&bb_sched_.npidle, 1, memory_order_relaxed);
 }
 
-static bb_p *pidleget(void)
+bb_p *bb_pidleget(void)
 {
 	bb_p *pp = bb_sched_.pidle;
 	if (pp) {
@@ -134,7 +134,7 @@ void bb_startm(bb_p *pp, bool spinning)
 {
 	bb_lock_acquire(&bb_sched_.lock);
 	if (pp == NULL) {
-		pp = pidleget();
+		pp = bb_pidleget();
 		if (pp == NULL) {
 			bb_lock_release(&bb_sched_.lock);
 			if (spinning)
@@ -152,7 +152,7 @@ void bb_startm(bb_p *pp, bool spinning)
 			/* no OS thread to be had: the work stays queued for the Ms
 			 * that exist, and the P goes back to the idle list */
 			bb_lock_acquire(&bb_sched_.lock);
-			pidleput(pp);
+			bb_pidleput(pp);
 			bb_lock_release(&bb_sched_.lock);
 			if (spinning)
 				atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
@@ -193,7 +193,7 @@ static void resetspinning(void)
 
 /* ---- running a G ---- */
 
-__attribute__((noreturn)) static void execute(bb_g *gp, bool inherit_time)
+__attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 {
 	bb_m *mp = bb_getm();
 	mp->curg = gp;
@@ -286,7 +286,7 @@ top:;
 		return gp;
 	}
 	releasep();
-	pidleput(pp);
+	bb_pidleput(pp);
 	bb_lock_release(&bb_sched_.lock);
 
 	if (mp->spinning) {
@@ -298,7 +298,7 @@ top:;
 			if (!bb_runqempty(bb_allp[i]) ||
 			    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
 				bb_lock_acquire(&bb_sched_.lock);
-				bb_p *p2 = pidleget();
+				bb_p *p2 = bb_pidleget();
 				bb_lock_release(&bb_sched_.lock);
 				if (p2) {
 					bb_acquirep(p2);
@@ -314,7 +314,7 @@ top:;
 	if (bb_timer_sleep()) {
 		/* a deadline passed (or an earlier timer came): find a P for it */
 		bb_lock_acquire(&bb_sched_.lock);
-		bb_p *p2 = pidleget();
+		bb_p *p2 = bb_pidleget();
 		bb_lock_release(&bb_sched_.lock);
 		if (p2) {
 			bb_acquirep(p2);
@@ -360,7 +360,7 @@ void bb_schedule(void)
 		gp = findrunnable(&inherit);
 	if (mp->spinning)
 		resetspinning();
-	execute(gp, inherit);
+	bb_execute(gp, inherit);
 }
 
 /* ---- switching away from a G (these run on g0 through bb_mcall) ---- */
@@ -386,7 +386,7 @@ static void park_m(bb_g *gp)
 	gp->m = NULL;
 	if (unlockf && !unlockf(gp, arg)) {
 		bb_casgstatus(gp, Gwaiting, Grunnable);
-		execute(gp, true);
+		bb_execute(gp, true);
 	}
 	bb_schedule();
 }
@@ -850,7 +850,7 @@ int bb_sched_init(void)
 
 	bb_lock_acquire(&bb_sched_.lock);
 	for (int32_t i = bb_gomaxprocs - 1; i >= 1; i--)
-		pidleput(bb_allp[i]);
+		bb_pidleput(bb_allp[i]);
 	bb_lock_release(&bb_sched_.lock);
 
 	bb_m_on_thread_start(m0);

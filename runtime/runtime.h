@@ -162,6 +162,7 @@ struct bb_p {
 	bb_p *link;               /* idle list: sched.lock */
 	uint32_t schedtick;       /* owner P: incremented on every new time slice */
 	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
+	uint32_t syscalltick;     /* bumped by each entersyscall; read racily by sysmon */
 	bb_m *m;                  /* back-link to the M holding it */
 
 	/* run queue: runqhead CAS by owner and thieves, runqtail stored by the owner
@@ -191,6 +192,7 @@ struct bb_m {
 	int64_t id;
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
 	bb_note park;             /* idle Ms sleep here */
+	bb_p *oldp;               /* the P left in Psyscall by entersyscall */
 	bb_m *schedlink;          /* idle list: sched.lock */
 	void *tcb;                /* the OS thread's own struct pthread */
 	uintptr_t g0sp;           /* top of g0's stack: mcall starts here */
@@ -314,6 +316,14 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline);
 int bb_gdetach(bb_g *gp);
 void bb_gmain(bb_g *gp);
 void bb_wakep(void);
+void bb_pidleput(bb_p *pp);               /* sched.lock held */
+bb_p *bb_pidleget(void);                  /* sched.lock held */
+__attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time); /* g0 */
+
+/* ---- syscall.c ---- */
+void bb_entersyscall(void);
+void bb_exitsyscall(void);
+void bb_handoffp(bb_p *pp);
 extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
 
 /* ---- m.c ---- */

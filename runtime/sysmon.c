@@ -1,0 +1,110 @@
+/*
+ * sysmon.c — the system monitor: an OS thread of its own, without a P
+ * (Go's sysmon). It wakes every 20 µs, backing off to 10 ms while there is
+ * nothing to do, and retakes Ps whose M has been in a system call since its
+ * last look: at once (≥ 20 µs) when other work waits for a P, after 10 ms
+ * otherwise.
+ *
+ * Started on the first entersyscall, so a program that never blocks in the
+ * kernel never pays for the thread. Never holds a lock while it sleeps.
+ */
+#include "runtime.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#define SYSCALL_RETAKE_NS (10 * 1000 * 1000)
+
+typedef struct pstate {
+	uint32_t syscalltick;
+	int64_t syscallwhen;
+} pstate;
+
+static pstate *pd;
+
+static void usleep_raw(int64_t us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+	bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+}
+
+static int retake(int64_t now)
+{
+	int n = 0;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		bb_p *pp = bb_allp[i];
+		if (atomic_load_explicit(&pp->status, memory_order_acquire) != Psyscall)
+			continue;
+		uint32_t t = pp->syscalltick; /* racy read: only compared for change */
+		if (pd[i].syscalltick != t) {
+			pd[i].syscalltick = t;
+			pd[i].syscallwhen = now;
+			continue;
+		}
+		/* in the same syscall for at least one sysmon tick: retake if
+		 * there is work for the P, or if it has been 10 ms */
+		if (bb_runqempty(pp) &&
+		    atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) +
+				    atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0 &&
+		    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0 &&
+		    pd[i].syscallwhen + SYSCALL_RETAKE_NS > now)
+			continue;
+		uint32_t s = Psyscall;
+		if (atomic_compare_exchange_strong_explicit(&pp->status, &s, Pidle,
+							    memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			n++;
+			bb_handoffp(pp);
+		}
+	}
+	return n;
+}
+
+static void *sysmon(void *arg)
+{
+	bb_m *mp = arg;
+	mp->tcb = (void *)bb_getfsbase();
+	bb_m_on_thread_start(mp);
+	int64_t delay = 20;
+	int idle = 0;
+	for (;;) {
+		if (idle == 0)
+			delay = 20;
+		else if (idle > 50)
+			delay *= 2;
+		if (delay > 10000)
+			delay = 10000;
+		usleep_raw(delay);
+		if (retake(bb_nanotime()) > 0)
+			idle = 0;
+		else
+			idle++;
+	}
+	return NULL;
+}
+
+void bb_sysmon_start(void)
+{
+	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
+	bb_m *mp = bb_allocm();
+	if (pd == NULL || mp == NULL) {
+		bb_printf("bobbin: no memory for sysmon; blocked system calls keep their P\n");
+		return;
+	}
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 128 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* sysmon takes no signals */
+	pthread_t th;
+	int err = bb_real_pthread_create(&th, &attr, sysmon, mp);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (err)
+		bb_printf("bobbin: cannot start sysmon (%d); blocked system calls keep their P\n", err);
+}
