@@ -242,6 +242,22 @@ static bb_g *stealwork(bb_p *pp)
 	return NULL;
 }
 
+/* the first G of a poller list that can run here (pinned ones are made
+ * runnable for their own M and skipped) */
+static bb_g *take_one(bb_g **list)
+{
+	while (*list) {
+		bb_g *gp = *list;
+		*list = gp->schedlink;
+		gp->schedlink = NULL;
+		bool pinned = gp->pinned_wait;
+		bb_casgstatus(gp, Gwaiting, Grunnable);
+		if (!pinned)
+			return gp;
+	}
+	return NULL;
+}
+
 /* Find a runnable G; blocks (parks the M) until there is one. On return the
  * M holds a P. */
 static bb_g *findrunnable(bool *inherit_time)
@@ -265,6 +281,18 @@ top:;
 		bb_lock_release(&bb_sched_.lock);
 		if (gp)
 			return gp;
+	}
+	/* the network, if nobody is blocked polling it */
+	if (bb_netpoll_inited() && atomic_load(&bb_netpoll_waiters) > 0 &&
+	    atomic_load(&bb_lastpoll) != 0) {
+		int n;
+		bb_g *list = bb_netpoll(0, &n);
+		if (list) {
+			gp = take_one(&list);
+			bb_injectglist(list);
+			if (gp)
+				return gp;
+		}
 	}
 	/* steal, if not too many Ms are already spinning */
 	int32_t busy = bb_gomaxprocs - atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed);
@@ -311,15 +339,22 @@ top:;
 			}
 		}
 	}
-	if (bb_timer_sleep()) {
-		/* a deadline passed (or an earlier timer came): find a P for it */
+	bb_g *list;
+	if (bb_timer_sleep(&list)) {
+		/* a deadline passed, an earlier timer came, or the poller readied
+		 * Gs: find a P for them */
 		bb_lock_acquire(&bb_sched_.lock);
 		bb_p *p2 = bb_pidleget();
 		bb_lock_release(&bb_sched_.lock);
 		if (p2) {
 			bb_acquirep(p2);
+			gp = take_one(&list);
+			bb_injectglist(list);
+			if (gp)
+				return gp;
 			goto top;
 		}
+		bb_injectglist(list);
 	}
 	bb_stopm();
 	goto top;

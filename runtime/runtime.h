@@ -81,6 +81,7 @@ enum {
 	waitReasonYield,
 	waitReasonMutex,
 	waitReasonCond,
+	waitReasonIO,
 	waitReasonCount
 };
 
@@ -360,8 +361,38 @@ bool bb_addtimer(bb_timer *t);          /* on the current P; false: no memory */
 bool bb_deltimer(bb_timer *t);          /* true if disarmed before it fired */
 int bb_runtimers(bb_p *pp, int64_t now);
 int64_t bb_nexttimer(void);
-bool bb_timer_sleep(void);
+bool bb_timer_sleep(bb_g **list);
+void bb_timer_kick(void);
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
+
+/* ---- netpoll.c ---- */
+/* per-fd state: the poller's part (pd->lock) and the shim's view of the fd */
+typedef struct bb_pd {
+	bb_lock lock;
+	int fd;
+	uint32_t seq;        /* bumped on close: events of the old file are dropped */
+	bool registered;     /* in the epoll set */
+	bool ready[2];       /* edge seen with no waiter: read, write */
+	bb_g *waiter[2];     /* G parked for read, write */
+	/* the program's view (shim/fd.c), written by the G using the fd */
+	bool known;          /* kind and flags below are valid */
+	uint8_t kind;        /* BB_FD_* */
+	bool user_nonblock;  /* O_NONBLOCK as the program set it */
+	bool nowait_ok;      /* preadv2/pwritev2 RWF_NOWAIT work on this file */
+	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
+} bb_pd;
+enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
+extern int bb_epfd, bb_breakfd;
+extern _Atomic int32_t bb_netpoll_waiters;
+extern _Atomic int64_t bb_lastpoll;
+bool bb_netpoll_inited(void);
+bb_pd *bb_pd_get(int fd);
+bb_pd *bb_pd_peek(int fd);
+int bb_netpoll_wait(int fd, int mode, int64_t deadline);
+void bb_netpoll_close(int fd);
+void bb_netpoll_break(void);
+bb_g *bb_netpoll(int64_t delay, int *count);
+void bb_injectglist(bb_g *list);
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue

@@ -78,7 +78,21 @@ static void *sysmon(void *arg)
 		if (delay > 10000)
 			delay = 10000;
 		usleep_raw(delay);
-		if (retake(bb_nanotime()) > 0)
+		int64_t now = bb_nanotime();
+		int n = retake(now);
+		/* nobody has polled the network for 10 ms: do it, so I/O is not
+		 * starved by Ps that are never idle */
+		int64_t last = atomic_load(&bb_lastpoll);
+		if (last != 0 && last + 10 * 1000 * 1000 < now &&
+		    atomic_load(&bb_netpoll_waiters) > 0) {
+			int k;
+			bb_g *list = bb_netpoll(0, &k);
+			if (list) {
+				bb_injectglist(list);
+				n += k;
+			}
+		}
+		if (n > 0)
 			idle = 0;
 		else
 			idle++;

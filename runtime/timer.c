@@ -112,10 +112,8 @@ bool bb_addtimer(bb_timer *t)
 	atomic_fetch_add(&bb_sched_.timergen, 1);
 	bb_m *sleeper = atomic_load(&bb_sched_.timersleeper);
 	if (sleeper != NULL) {
-		if (t->when < atomic_load(&bb_sched_.sleepuntil)) {
-			atomic_fetch_add(&bb_sched_.timerwake, 1);
-			bb_futex(&bb_sched_.timerwake, FUTEX_WAKE, 1, NULL);
-		}
+		if (t->when < atomic_load(&bb_sched_.sleepuntil))
+			bb_timer_kick();
 	} else {
 		bb_wakep();
 	}
@@ -177,35 +175,53 @@ int64_t bb_nexttimer(void)
 	return next;
 }
 
-/* Called by an M with no P and no work. If timers are pending and no other
- * M is the timer sleeper, sleep until the earliest one (or until woken) and
- * return true: the caller then looks for a P and runs the timers. Returns
- * false if this M should just stop. */
-bool bb_timer_sleep(void)
+/* Called by an M with no P and no work. If timers are pending, or Gs wait
+ * on the network poller, and no other M is the sleeper, block until the
+ * earliest timer (in epoll_wait once the poller exists, else on a futex) and
+ * return true: the caller then looks for a P, runs the timers and the Gs in
+ * *list (made ready by the poller, not yet on a run queue). Returns false
+ * if this M should just stop. */
+bool bb_timer_sleep(bb_g **list)
 {
 	bb_m *mp = bb_getm();
+	*list = NULL;
 	for (;;) {
 		uint32_t w = atomic_load(&bb_sched_.timerwake);
 		uint64_t gen = atomic_load(&bb_sched_.timergen);
 		int64_t next = bb_nexttimer();
-		if (next == 0)
+		bool net = bb_netpoll_inited() && atomic_load(&bb_netpoll_waiters) > 0;
+		if (next == 0 && !net)
 			return false;
 		bb_m *none = NULL;
 		if (!atomic_compare_exchange_strong(&bb_sched_.timersleeper, &none, mp))
 			return false; /* another M keeps the timers */
-		atomic_store(&bb_sched_.sleepuntil, next);
+		atomic_store(&bb_sched_.sleepuntil, next ? next : INT64_MAX);
 		if (atomic_load(&bb_sched_.timergen) != gen) {
 			atomic_store(&bb_sched_.timersleeper, NULL);
 			continue; /* a timer was added meanwhile: recompute */
 		}
-		int64_t delay = next - bb_nanotime();
-		if (delay > 0) {
+		int64_t delay = next ? next - bb_nanotime() : -1;
+		if (next && delay < 0)
+			delay = 0;
+		if (bb_netpoll_inited()) {
+			atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
+			int n;
+			*list = bb_netpoll(delay, &n);
+		} else if (delay != 0) {
 			struct timespec ts = {delay / 1000000000, delay % 1000000000};
-			bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, &ts);
+			bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
 		}
 		atomic_store(&bb_sched_.timersleeper, NULL);
 		return true;
 	}
+}
+
+/* wake the sleeper so it recomputes its deadline and mode */
+void bb_timer_kick(void)
+{
+	atomic_fetch_add(&bb_sched_.timerwake, 1);
+	bb_futex(&bb_sched_.timerwake, FUTEX_WAKE, 1, NULL);
+	bb_netpoll_break();
 }
 
 /* ---- sleeping ---- */
