@@ -15,7 +15,7 @@
 
 extern char __libc_single_threaded;
 
-__attribute__((constructor(101))) static void bobbin_init(void)
+__attribute__((constructor(102))) static void bobbin_init(void)
 {
 	const char *off = getenv("BOBBIN_DISABLE");
 	if (off && *off && *off != '0')

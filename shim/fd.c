@@ -1,0 +1,284 @@
+/*
+ * fd.c — the program's view of its file descriptors, and the calls that
+ * create, change or close them.
+ *
+ * bobbin never changes a file's status flags (a pipe or terminal may be
+ * shared with other processes). It learns, per fd, lazily on the first
+ * blocking call: what kind of file it is (socket, pipe/FIFO, other pollable,
+ * regular file) and whether the *program* asked for O_NONBLOCK — then keeps
+ * that view current through fcntl(F_SETFL), ioctl(FIONBIO), setsockopt
+ * (SO_RCVTIMEO/SO_SNDTIMEO), and forgets it whenever the number is closed or
+ * handed out again (open, socket, accept, pipe, dup, ...), so a reused fd
+ * number never inherits a stale view.
+ */
+#undef _FILE_OFFSET_BITS /* define open, fopen, fcntl themselves, not their 64 names */
+#include "realio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+bb_pd *bb_fd_view(int fd)
+{
+	bb_pd *pd = bb_pd_get(fd);
+	if (pd == NULL || pd->known)
+		return pd;
+	struct stat st;
+	long r = bb_sys(SYS_fstat, fd, &st, 0);
+	if (r < 0)
+		return NULL; /* EBADF: let the real call say so */
+	long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
+	pd->user_nonblock = fl >= 0 && (fl & O_NONBLOCK);
+	switch (st.st_mode & S_IFMT) {
+	case S_IFSOCK:
+		pd->kind = BB_FD_SOCKET;
+		break;
+	case S_IFIFO:
+		pd->kind = BB_FD_PIPE;
+		break;
+	case S_IFCHR:
+		pd->kind = BB_FD_POLLABLE; /* a terminal; /dev/null & co are found out below */
+		break;
+	default:
+		pd->kind = BB_FD_FILE; /* regular files and directories never block on readiness */
+		break;
+	}
+	pd->nowait_ok = pd->kind == BB_FD_PIPE;
+	pd->rcvtimeo = pd->sndtimeo = 0;
+	pd->known = true;
+	return pd;
+}
+
+/* a number was handed out (or closed): forget what we knew about it */
+void bb_fd_forget(int fd)
+{
+	if (bb_active && fd >= 0)
+		bb_netpoll_close(fd);
+}
+
+BB_EXPORT int close(int fd)
+{
+	if (!bb_active)
+		return REAL(close)(fd);
+	if (bb_netpoll_inited() && (fd == bb_epfd || fd == bb_breakfd))
+		return 0; /* bobbin's own: a close-all-fds loop must not take them */
+	bb_fd_forget(fd);
+	return REAL(close)(fd);
+}
+
+BB_EXPORT int dup2(int oldfd, int newfd)
+{
+	if (!bb_active)
+		return REAL(dup2)(oldfd, newfd);
+	if (bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
+		errno = EBUSY; /* as Linux answers for a number it is busy with */
+		return -1;
+	}
+	if (oldfd != newfd)
+		bb_fd_forget(newfd);
+	return REAL(dup2)(oldfd, newfd);
+}
+
+BB_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	if (!bb_active)
+		return REAL(dup3)(oldfd, newfd, flags);
+	if (bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
+		errno = EBUSY;
+		return -1;
+	}
+	if (oldfd != newfd)
+		bb_fd_forget(newfd);
+	return REAL(dup3)(oldfd, newfd, flags);
+}
+
+static int newfd(int fd)
+{
+	if (fd >= 0)
+		bb_fd_forget(fd);
+	return fd;
+}
+
+BB_EXPORT int dup(int fd)
+{
+	return newfd(REAL(dup)(fd));
+}
+
+BB_EXPORT int socket(int domain, int type, int protocol)
+{
+	return newfd(REAL(socket)(domain, type, protocol));
+}
+
+BB_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	int r = REAL(socketpair)(domain, type, protocol, sv);
+	if (r == 0) {
+		newfd(sv[0]);
+		newfd(sv[1]);
+	}
+	return r;
+}
+
+BB_EXPORT int pipe(int fds[2])
+{
+	int r = REAL(pipe)(fds);
+	if (r == 0) {
+		newfd(fds[0]);
+		newfd(fds[1]);
+	}
+	return r;
+}
+
+BB_EXPORT int pipe2(int fds[2], int flags)
+{
+	int r = REAL(pipe2)(fds, flags);
+	if (r == 0) {
+		newfd(fds[0]);
+		newfd(fds[1]);
+	}
+	return r;
+}
+
+static int open_common(int fd)
+{
+	return newfd(fd);
+}
+
+BB_EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (!bb_on_g())
+		return REAL(open)(path, flags, mode);
+	/* opening a FIFO blocks until the other end opens: not on our M */
+	bb_entersyscall();
+	int fd = REAL(open)(path, flags, mode);
+	bb_exitsyscall();
+	return open_common(fd);
+}
+
+BB_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+BB_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (!bb_on_g())
+		return REAL(openat)(dirfd, path, flags, mode);
+	bb_entersyscall();
+	int fd = REAL(openat)(dirfd, path, flags, mode);
+	bb_exitsyscall();
+	return open_common(fd);
+}
+
+BB_EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+BB_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	FILE *f;
+	if (!bb_on_g())
+		return REAL(fopen)(path, mode);
+	bb_entersyscall();
+	f = REAL(fopen)(path, mode);
+	bb_exitsyscall();
+	if (f)
+		newfd(fileno(f));
+	return f;
+}
+
+BB_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
+
+BB_EXPORT int fclose(FILE *f)
+{
+	if (bb_active && f)
+		bb_fd_forget(fileno(f));
+	return REAL(fclose)(f);
+}
+
+/* fcntl: track O_NONBLOCK; F_DUPFD hands out a number */
+BB_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	long arg = va_arg(ap, long);
+	va_end(ap);
+	if (!bb_active)
+		return REAL(fcntl)(fd, cmd, arg);
+	switch (cmd) {
+	case F_SETLKW:
+	case F_OFD_SETLKW:
+		if (bb_on_g()) { /* may wait for another process: off our M */
+			bb_entersyscall();
+			int r = REAL(fcntl)(fd, cmd, arg);
+			bb_exitsyscall();
+			return r;
+		}
+		break;
+	case F_SETFL: {
+		int r = REAL(fcntl)(fd, cmd, arg);
+		if (r == 0) {
+			bb_pd *pd = bb_pd_peek(fd);
+			if (pd && pd->known)
+				pd->user_nonblock = (arg & O_NONBLOCK) != 0;
+		}
+		return r;
+	}
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		return newfd(REAL(fcntl)(fd, cmd, arg));
+	}
+	return REAL(fcntl)(fd, cmd, arg);
+}
+
+BB_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+BB_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	int r = REAL(ioctl)(fd, req, arg);
+	if (r == 0 && bb_active && req == FIONBIO && arg) {
+		bb_pd *pd = bb_pd_peek(fd);
+		if (pd && pd->known)
+			pd->user_nonblock = *(int *)arg != 0;
+	}
+	return r;
+}
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
+
+BB_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int r = REAL(setsockopt)(fd, level, name, val, len);
+	if (r == 0 && bb_active && level == SOL_SOCKET &&
+	    (name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval)) {
+		bb_pd *pd = bb_fd_view(fd);
+		if (pd) {
+			if (name == SO_RCVTIMEO)
+				pd->rcvtimeo = tv_ns(val);
+			else
+				pd->sndtimeo = tv_ns(val);
+		}
+	}
+	return r;
+}

@@ -1,0 +1,406 @@
+/*
+ * io.c — read, write and the socket calls, parking the G on the netpoller
+ * instead of blocking the OS thread.
+ *
+ * How a blocking call is made without blocking the M, for a file the
+ * program left blocking:
+ *   sockets        the call with MSG_DONTWAIT; on EAGAIN park until ready
+ *   pipes, FIFOs   preadv2/pwritev2 with RWF_NOWAIT; the same
+ *   other pollable readiness first (poll, timeout 0), then the call inside
+ *   (terminals)    entersyscall
+ *   regular files  the call inside entersyscall (sysmon hands off the P if
+ *                  it blocks)
+ * A file the program made non-blocking gets the plain call and its EAGAIN.
+ * A blocking write writes everything, as the kernel's would, unless an
+ * error ends it early (then the count written so far). SO_RCVTIMEO and
+ * SO_SNDTIMEO bound the waits and end them with EAGAIN, as Linux does.
+ * errno is left untouched by a call that succeeds.
+ */
+#include "realio.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+enum { RD = 0, WR = 1 };
+
+typedef struct ioreq {
+	int fd;
+	int mode;
+	/* the call: nowait = do not block (MSG_DONTWAIT / RWF_NOWAIT) */
+	ssize_t (*call)(struct ioreq *r, bool nowait);
+	void *buf;
+	size_t len;
+	const struct iovec *iov;
+	int iovcnt;
+	int flags;
+	struct sockaddr *addr;
+	socklen_t *addrlen;
+	struct msghdr *msg;
+} ioreq;
+
+static ssize_t blocking_call(ioreq *r)
+{
+	bb_entersyscall();
+	ssize_t n = r->call(r, false);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return n;
+}
+
+static int64_t deadline_of(bb_pd *pd, int mode)
+{
+	int64_t to = mode == WR ? pd->sndtimeo : pd->rcvtimeo;
+	return to > 0 ? bb_nanotime() + to : 0;
+}
+
+/* one attempt that never blocks the M, or -2 meaning "not ready: wait" */
+static ssize_t attempt(bb_pd *pd, ioreq *r)
+{
+	if (pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok)) {
+		ssize_t n = r->call(r, true);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			if (n < 0 && errno == EOPNOTSUPP && pd->kind == BB_FD_PIPE) {
+				pd->nowait_ok = false;
+				return -2;
+			}
+			return n;
+		}
+		return -2;
+	}
+	struct pollfd p = {r->fd, r->mode == WR ? POLLOUT : POLLIN, 0};
+	long k = bb_rawsyscall6(SYS_poll, (long)&p, 1, 0, 0, 0, 0);
+	if (k > 0)
+		return blocking_call(r); /* ready: should not block (sysmon covers a race) */
+	return -2;
+}
+
+static ssize_t do_io(ioreq *r)
+{
+	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
+	if (pd == NULL || pd->user_nonblock)
+		return r->call(r, false);
+	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+		return blocking_call(r);
+	int saved = errno;
+	int64_t deadline = deadline_of(pd, r->mode);
+	for (;;) {
+		ssize_t n = attempt(pd, r);
+		if (n != -2) {
+			if (n >= 0)
+				errno = saved;
+			return n;
+		}
+		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
+		if (err == ETIMEDOUT) {
+			errno = EAGAIN; /* SO_RCVTIMEO/SO_SNDTIMEO expired */
+			return -1;
+		}
+		if (err == EBADF) {
+			errno = EBADF; /* closed while we waited */
+			return -1;
+		}
+		if (err == EPERM) { /* not pollable after all (e.g. /dev/null) */
+			pd->kind = BB_FD_FILE;
+			ssize_t k = blocking_call(r);
+			if (k >= 0)
+				errno = saved;
+			return k;
+		}
+	}
+}
+
+/* a write that must be whole on a blocking file: keep going after partial
+ * writes, as the kernel does for a blocking stream */
+static ssize_t do_write_all(ioreq *r)
+{
+	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
+	if (pd == NULL || pd->user_nonblock || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+		return do_io(r);
+	size_t total = r->len, done = 0;
+	char *base = r->buf;
+	do {
+		r->buf = base + done;
+		r->len = total - done;
+		ssize_t n = do_io(r);
+		if (n < 0)
+			return done > 0 ? (ssize_t)done : -1;
+		done += (size_t)n;
+	} while (done < total && total > 0);
+	return (ssize_t)done;
+}
+
+/* ---- the calls ---- */
+
+static ssize_t c_read(ioreq *r, bool nowait)
+{
+	if (!nowait)
+		return REAL(read)(r->fd, r->buf, r->len);
+	if (r->len == 0)
+		return 0;
+	bb_pd *pd = bb_pd_peek(r->fd);
+	if (pd->kind == BB_FD_SOCKET)
+		return REAL(recv)(r->fd, r->buf, r->len, MSG_DONTWAIT);
+	struct iovec v = {r->buf, r->len};
+	return preadv2(r->fd, &v, 1, -1, RWF_NOWAIT);
+}
+
+static ssize_t c_write(ioreq *r, bool nowait)
+{
+	if (!nowait)
+		return REAL(write)(r->fd, r->buf, r->len);
+	bb_pd *pd = bb_pd_peek(r->fd);
+	if (pd->kind == BB_FD_SOCKET)
+		return REAL(send)(r->fd, r->buf, r->len, MSG_DONTWAIT);
+	struct iovec v = {r->buf, r->len};
+	return pwritev2(r->fd, &v, 1, -1, RWF_NOWAIT);
+}
+
+BB_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	ioreq r = {.fd = fd, .mode = RD, .call = c_read, .buf = buf, .len = len};
+	return do_io(&r);
+}
+
+BB_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	ioreq r = {.fd = fd, .mode = WR, .call = c_write, .buf = (void *)buf, .len = len};
+	return do_write_all(&r);
+}
+
+static ssize_t c_readv(ioreq *r, bool nowait)
+{
+	if (!nowait)
+		return REAL(readv)(r->fd, r->iov, r->iovcnt);
+	bb_pd *pd = bb_pd_peek(r->fd);
+	if (pd->kind == BB_FD_SOCKET) {
+		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
+		return REAL(recvmsg)(r->fd, &m, MSG_DONTWAIT);
+	}
+	return preadv2(r->fd, r->iov, r->iovcnt, -1, RWF_NOWAIT);
+}
+
+static ssize_t c_writev(ioreq *r, bool nowait)
+{
+	if (!nowait)
+		return REAL(writev)(r->fd, r->iov, r->iovcnt);
+	bb_pd *pd = bb_pd_peek(r->fd);
+	if (pd->kind == BB_FD_SOCKET) {
+		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
+		return REAL(sendmsg)(r->fd, &m, MSG_DONTWAIT);
+	}
+	return pwritev2(r->fd, r->iov, r->iovcnt, -1, RWF_NOWAIT);
+}
+
+BB_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	ioreq r = {.fd = fd, .mode = RD, .call = c_readv, .iov = iov, .iovcnt = iovcnt};
+	return do_io(&r);
+}
+
+/* writev is whole too: after a partial write the rest goes out as writes
+ * of the remaining pieces */
+BB_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	ioreq r = {.fd = fd, .mode = WR, .call = c_writev, .iov = iov, .iovcnt = iovcnt};
+	ssize_t n = do_io(&r);
+	if (n <= 0 || !bb_on_g())
+		return n;
+	bb_pd *pd = bb_pd_peek(fd);
+	if (pd == NULL || pd->user_nonblock || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+		return n;
+	size_t done = (size_t)n, skip = (size_t)n;
+	for (int i = 0; i < iovcnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		ssize_t k = write(fd, (char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+		if (k < 0)
+			return (ssize_t)done;
+		done += (size_t)k;
+		skip = 0;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t c_recvfrom(ioreq *r, bool nowait)
+{
+	return REAL(recvfrom)(r->fd, r->buf, r->len, r->flags | (nowait ? MSG_DONTWAIT : 0),
+			      r->addr, r->addrlen);
+}
+
+BB_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+			   socklen_t *addrlen)
+{
+	if (flags & MSG_DONTWAIT)
+		return REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
+	ioreq r = {.fd = fd, .mode = RD, .call = c_recvfrom, .buf = buf, .len = len,
+		   .flags = flags, .addr = addr, .addrlen = addrlen};
+	return do_io(&r);
+}
+
+BB_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	return recvfrom(fd, buf, len, flags, NULL, NULL);
+}
+
+static ssize_t c_recvmsg(ioreq *r, bool nowait)
+{
+	return REAL(recvmsg)(r->fd, r->msg, r->flags | (nowait ? MSG_DONTWAIT : 0));
+}
+
+BB_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	if (flags & MSG_DONTWAIT)
+		return REAL(recvmsg)(fd, msg, flags);
+	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmsg, .msg = msg, .flags = flags};
+	return do_io(&r);
+}
+
+static ssize_t c_sendto(ioreq *r, bool nowait)
+{
+	return REAL(sendto)(r->fd, r->buf, r->len, r->flags | (nowait ? MSG_DONTWAIT : 0),
+			    r->addr, r->addrlen ? *r->addrlen : 0);
+}
+
+BB_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			 const struct sockaddr *addr, socklen_t addrlen)
+{
+	if (flags & MSG_DONTWAIT)
+		return REAL(sendto)(fd, buf, len, flags, addr, addrlen);
+	ioreq r = {.fd = fd, .mode = WR, .call = c_sendto, .buf = (void *)buf, .len = len,
+		   .flags = flags, .addr = (struct sockaddr *)addr, .addrlen = &addrlen};
+	return do_write_all(&r);
+}
+
+BB_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	return sendto(fd, buf, len, flags, NULL, 0);
+}
+
+static ssize_t c_sendmsg(ioreq *r, bool nowait)
+{
+	return REAL(sendmsg)(r->fd, r->msg, r->flags | (nowait ? MSG_DONTWAIT : 0));
+}
+
+/* sendmsg is not made whole after a partial send (its ancillary data must
+ * go once): a stream socket may return short, which POSIX allows */
+BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	if (flags & MSG_DONTWAIT)
+		return REAL(sendmsg)(fd, msg, flags);
+	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmsg, .msg = (struct msghdr *)msg,
+		   .flags = flags};
+	return do_io(&r);
+}
+
+/* accept has no "don't wait" flag: wait for readiness, then accept inside
+ * entersyscall (another G may win the connection; then we block there and
+ * sysmon hands our P on) */
+static ssize_t c_accept(ioreq *r, bool nowait)
+{
+	return REAL(accept4)(r->fd, r->addr, r->addrlen, r->flags);
+}
+
+BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
+	if (pd == NULL || pd->user_nonblock || pd->kind != BB_FD_SOCKET)
+		return REAL(accept4)(fd, addr, addrlen, flags);
+	int saved = errno;
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		long k = bb_rawsyscall6(SYS_poll, (long)&p, 1, 0, 0, 0, 0);
+		if (k > 0) {
+			ioreq r = {.fd = fd, .mode = RD, .call = c_accept, .addr = addr,
+				   .addrlen = addrlen, .flags = flags};
+			int nfd = (int)blocking_call(&r);
+			if (nfd >= 0) {
+				bb_fd_forget(nfd);
+				errno = saved;
+			}
+			return nfd;
+		}
+		int err = bb_netpoll_wait(fd, RD, deadline_of(pd, RD));
+		if (err == ETIMEDOUT || err == EBADF || err == EPERM) {
+			if (err == EPERM)
+				return REAL(accept4)(fd, addr, addrlen, flags);
+			errno = err == ETIMEDOUT ? EAGAIN : EBADF;
+			return -1;
+		}
+	}
+}
+
+BB_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+	return accept4(fd, addr, addrlen, 0);
+}
+
+/* connect on a blocking socket: on loopback it completes at once; elsewhere
+ * it waits inside entersyscall, so the P moves on */
+BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
+	if (pd == NULL || pd->user_nonblock)
+		return REAL(connect)(fd, addr, len);
+	bb_entersyscall();
+	int r = REAL(connect)(fd, addr, len);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return r;
+}
+
+/* positioned I/O: regular files (and ESPIPE for the rest) */
+BB_EXPORT ssize_t pread(int fd, void *buf, size_t len, off_t off)
+{
+	if (!bb_on_g())
+		return REAL(pread)(fd, buf, len, off);
+	bb_entersyscall();
+	ssize_t n = REAL(pread)(fd, buf, len, off);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return n;
+}
+
+BB_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	if (!bb_on_g())
+		return REAL(pwrite)(fd, buf, len, off);
+	bb_entersyscall();
+	ssize_t n = REAL(pwrite)(fd, buf, len, off);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return n;
+}
+
+BB_EXPORT ssize_t pread64(int fd, void *buf, size_t len, off_t off) __attribute__((alias("pread")));
+BB_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) __attribute__((alias("pwrite")));
+
+BB_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	if (!bb_on_g())
+		return REAL(preadv)(fd, iov, cnt, off);
+	bb_entersyscall();
+	ssize_t n = REAL(preadv)(fd, iov, cnt, off);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return n;
+}
+
+BB_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	if (!bb_on_g())
+		return REAL(pwritev)(fd, iov, cnt, off);
+	bb_entersyscall();
+	ssize_t n = REAL(pwritev)(fd, iov, cnt, off);
+	int e = errno;
+	bb_exitsyscall();
+	errno = e;
+	return n;
+}
