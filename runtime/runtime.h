@@ -379,6 +379,8 @@ typedef struct bb_pd {
 	uint8_t kind;        /* BB_FD_* */
 	bool user_nonblock;  /* O_NONBLOCK as the program set it */
 	bool nowait_ok;      /* preadv2/pwritev2 RWF_NOWAIT work on this file */
+	bool forced_nb;      /* bobbin set O_NONBLOCK (a socket made in this process);
+				the program still sees user_nonblock */
 	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
 } bb_pd;
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };

@@ -109,17 +109,42 @@ BB_EXPORT int dup(int fd)
 	return newfd(REAL(dup)(fd));
 }
 
+/* A socket made in this process is shared with nobody yet: bobbin makes it
+ * non-blocking for real (as Go does) and keeps the program's view apart, so
+ * accept, connect, read and write need no extra system call. F_GETFL
+ * reports the program's view; exec* restores blocking mode first. */
+void bb_fd_own_socket(int fd, bool user_nonblock)
+{
+	bb_fd_forget(fd);
+	bb_pd *pd = bb_pd_get(fd);
+	if (pd == NULL)
+		return;
+	pd->kind = BB_FD_SOCKET;
+	pd->user_nonblock = user_nonblock;
+	pd->forced_nb = !user_nonblock;
+	pd->nowait_ok = false;
+	pd->rcvtimeo = pd->sndtimeo = 0;
+	pd->known = true;
+}
+
 BB_EXPORT int socket(int domain, int type, int protocol)
 {
-	return newfd(REAL(socket)(domain, type, protocol));
+	if (!bb_on_g())
+		return REAL(socket)(domain, type, protocol);
+	int fd = REAL(socket)(domain, type | SOCK_NONBLOCK, protocol);
+	if (fd >= 0)
+		bb_fd_own_socket(fd, (type & SOCK_NONBLOCK) != 0);
+	return fd;
 }
 
 BB_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 {
-	int r = REAL(socketpair)(domain, type, protocol, sv);
+	if (!bb_on_g())
+		return REAL(socketpair)(domain, type, protocol, sv);
+	int r = REAL(socketpair)(domain, type | SOCK_NONBLOCK, protocol, sv);
 	if (r == 0) {
-		newfd(sv[0]);
-		newfd(sv[1]);
+		bb_fd_own_socket(sv[0], (type & SOCK_NONBLOCK) != 0);
+		bb_fd_own_socket(sv[1], (type & SOCK_NONBLOCK) != 0);
 	}
 	return r;
 }
@@ -229,13 +254,19 @@ BB_EXPORT int fcntl(int fd, int cmd, ...)
 			return r;
 		}
 		break;
-	case F_SETFL: {
+	case F_GETFL: {
 		int r = REAL(fcntl)(fd, cmd, arg);
-		if (r == 0) {
-			bb_pd *pd = bb_pd_peek(fd);
-			if (pd && pd->known)
-				pd->user_nonblock = (arg & O_NONBLOCK) != 0;
-		}
+		bb_pd *pd = bb_pd_peek(fd);
+		if (r >= 0 && pd && pd->known && pd->forced_nb && !pd->user_nonblock)
+			r &= ~O_NONBLOCK; /* the program's view */
+		return r;
+	}
+	case F_SETFL: {
+		bb_pd *pd = bb_pd_peek(fd);
+		bool forced = pd && pd->known && pd->forced_nb;
+		int r = REAL(fcntl)(fd, cmd, forced ? arg | O_NONBLOCK : arg);
+		if (r == 0 && pd && pd->known)
+			pd->user_nonblock = (arg & O_NONBLOCK) != 0;
 		return r;
 	}
 	case F_DUPFD:
@@ -253,6 +284,13 @@ BB_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
+	if (bb_active && req == FIONBIO && arg) {
+		bb_pd *pd = bb_pd_peek(fd);
+		if (pd && pd->known && pd->forced_nb) {
+			pd->user_nonblock = *(int *)arg != 0; /* the file stays non-blocking */
+			return 0;
+		}
+	}
 	int r = REAL(ioctl)(fd, req, arg);
 	if (r == 0 && bb_active && req == FIONBIO && arg) {
 		bb_pd *pd = bb_pd_peek(fd);
@@ -281,4 +319,21 @@ BB_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 		}
 	}
 	return r;
+}
+
+/* before exec: the new program must find blocking sockets blocking */
+void bb_fd_restore_blocking(void)
+{
+	for (int fd = 0; fd < 65536; fd++) {
+		bb_pd *pd = bb_pd_peek(fd);
+		if (pd == NULL) {
+			fd |= 1023; /* a whole block of the table is absent */
+			continue;
+		}
+		if (pd->known && pd->forced_nb && !pd->user_nonblock) {
+			long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
+			if (fl >= 0)
+				bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK);
+		}
+	}
 }

@@ -10,5 +10,7 @@
  * range): then the real call reports the error */
 bb_pd *bb_fd_view(int fd);
 void bb_fd_forget(int fd);
+void bb_fd_own_socket(int fd, bool user_nonblock);
+void bb_fd_restore_blocking(void);
 
 #endif

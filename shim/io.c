@@ -59,7 +59,7 @@ static int64_t deadline_of(bb_pd *pd, int mode)
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
 	if (pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok)) {
-		ssize_t n = r->call(r, true);
+		ssize_t n = r->call(r, !pd->forced_nb);
 		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			if (n < 0 && errno == EOPNOTSUPP && pd->kind == BB_FD_PIPE) {
 				pd->nowait_ok = false;
@@ -79,8 +79,10 @@ static ssize_t attempt(bb_pd *pd, ioreq *r)
 static ssize_t do_io(ioreq *r)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
-	if (pd == NULL || pd->user_nonblock)
+	if (pd == NULL)
 		return r->call(r, false);
+	if (pd->user_nonblock)
+		return r->call(r, false); /* EAGAIN is the program's to see */
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
 		return blocking_call(r);
 	int saved = errno;
@@ -296,9 +298,11 @@ BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	return do_io(&r);
 }
 
-/* accept has no "don't wait" flag: wait for readiness, then accept inside
- * entersyscall (another G may win the connection; then we block there and
- * sysmon hands our P on) */
+/* accept: on a socket bobbin made non-blocking, accept4 until it stops
+ * saying EAGAIN; on another blocking socket, readiness first, then accept
+ * inside entersyscall (another G may win the connection: then we block
+ * there and sysmon hands our P on). The new socket is non-blocking for real
+ * unless the program asked otherwise. */
 static ssize_t c_accept(ioreq *r, bool nowait)
 {
 	return REAL(accept4)(r->fd, r->addr, r->addrlen, r->flags);
@@ -307,29 +311,38 @@ static ssize_t c_accept(ioreq *r, bool nowait)
 BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
-	if (pd == NULL || pd->user_nonblock || pd->kind != BB_FD_SOCKET)
+	if (pd == NULL || pd->kind != BB_FD_SOCKET)
 		return REAL(accept4)(fd, addr, addrlen, flags);
 	int saved = errno;
+	bool user_nb = (flags & SOCK_NONBLOCK) != 0;
 	for (;;) {
-		struct pollfd p = {fd, POLLIN, 0};
-		long k = bb_rawsyscall6(SYS_poll, (long)&p, 1, 0, 0, 0, 0);
-		if (k > 0) {
-			ioreq r = {.fd = fd, .mode = RD, .call = c_accept, .addr = addr,
-				   .addrlen = addrlen, .flags = flags};
-			int nfd = (int)blocking_call(&r);
-			if (nfd >= 0) {
-				bb_fd_forget(nfd);
-				errno = saved;
+		int nfd = -1;
+		if (pd->forced_nb || pd->user_nonblock) {
+			nfd = REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK);
+			if (nfd < 0 && (pd->user_nonblock || (errno != EAGAIN && errno != EWOULDBLOCK)))
+				return -1;
+		} else {
+			struct pollfd p = {fd, POLLIN, 0};
+			if (bb_rawsyscall6(SYS_poll, (long)&p, 1, 0, 0, 0, 0) > 0) {
+				ioreq r = {.fd = fd, .mode = RD, .call = c_accept, .addr = addr,
+					   .addrlen = addrlen, .flags = flags | SOCK_NONBLOCK};
+				nfd = (int)blocking_call(&r);
+				if (nfd < 0)
+					return -1;
 			}
+		}
+		if (nfd >= 0) {
+			bb_fd_own_socket(nfd, user_nb);
+			errno = saved;
 			return nfd;
 		}
 		int err = bb_netpoll_wait(fd, RD, deadline_of(pd, RD));
-		if (err == ETIMEDOUT || err == EBADF || err == EPERM) {
-			if (err == EPERM)
-				return REAL(accept4)(fd, addr, addrlen, flags);
+		if (err == ETIMEDOUT || err == EBADF) {
 			errno = err == ETIMEDOUT ? EAGAIN : EBADF;
 			return -1;
 		}
+		if (err == EPERM)
+			return REAL(accept4)(fd, addr, addrlen, flags);
 	}
 }
 
@@ -338,19 +351,40 @@ BB_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 	return accept4(fd, addr, addrlen, 0);
 }
 
-/* connect on a blocking socket: on loopback it completes at once; elsewhere
- * it waits inside entersyscall, so the P moves on */
+/* connect on a socket the program sees as blocking: a non-blocking connect,
+ * then wait for writability and read the outcome from SO_ERROR */
 BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
 	if (pd == NULL || pd->user_nonblock)
 		return REAL(connect)(fd, addr, len);
-	bb_entersyscall();
+	if (!pd->forced_nb) {
+		bb_entersyscall();
+		int r = REAL(connect)(fd, addr, len);
+		int e = errno;
+		bb_exitsyscall();
+		errno = e;
+		return r;
+	}
+	int saved = errno;
 	int r = REAL(connect)(fd, addr, len);
-	int e = errno;
-	bb_exitsyscall();
-	errno = e;
-	return r;
+	if (r == 0 || errno != EINPROGRESS)
+		return r;
+	int err = bb_netpoll_wait(fd, WR, deadline_of(pd, WR));
+	if (err == ETIMEDOUT || err == EBADF) {
+		errno = err == ETIMEDOUT ? ETIMEDOUT : EBADF;
+		return -1;
+	}
+	int soerr = 0;
+	socklen_t sl = sizeof soerr;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
+		return -1;
+	if (soerr != 0) {
+		errno = soerr;
+		return -1;
+	}
+	errno = saved;
+	return 0;
 }
 
 /* positioned I/O: regular files (and ESPIPE for the rest) */
