@@ -505,6 +505,8 @@ void bb_gosched(void)
 	bb_m *mp = bb_getm();
 	if (mp->curg->libclocks > 0)
 		return; /* holds a glibc-internal lock: see park_pinned */
+	/* a yield loop may be waiting for a sleeper whose timer is due */
+	run_all_timers(mp->p);
 	if (bb_runqempty(mp->p) &&
 	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
 		return;

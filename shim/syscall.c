@@ -1,0 +1,136 @@
+/*
+ * syscall.c — the libc syscall() function. Libraries make blocking calls
+ * through it directly: libstdc++'s std::future, std::atomic::wait and
+ * std::counting_semaphore wait on private futexes this way. Private futex
+ * waits and wakes become waits and wakes on bobbin's address-keyed queues
+ * (the G parks, its M runs others); the calls that have an interposed
+ * equivalent go through it; the remaining blocking numbers run inside
+ * entersyscall. Process-shared futexes stay kernel futexes (the waker may
+ * be another process).
+ */
+#include "realio.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool futex_still(void *addr, void *arg)
+{
+	return *(volatile uint32_t *)addr == (uint32_t)(uintptr_t)arg;
+}
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	int cmd = op & FUTEX_CMD_MASK;
+	int64_t deadline = 0;
+	switch (cmd) {
+	case FUTEX_WAIT:
+	case FUTEX_WAIT_BITSET:
+		if (ts) {
+			if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000) {
+				errno = EINVAL;
+				return -1;
+			}
+			if (cmd == FUTEX_WAIT) {
+				int64_t ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+				deadline = bb_nanotime() + (ns > 0 ? ns : 0);
+			} else {
+				clockid_t c = (op & FUTEX_CLOCK_REALTIME) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+				struct timespec now;
+				clock_gettime(c, &now);
+				int64_t left = (int64_t)(ts->tv_sec - now.tv_sec) * 1000000000 +
+					       (ts->tv_nsec - now.tv_nsec);
+				deadline = bb_nanotime() + (left > 0 ? left : 0);
+			}
+			if (deadline == 0)
+				deadline = 1;
+		}
+		{
+			int r = bb_sema_park(uaddr, futex_still, (void *)(uintptr_t)val,
+					     waitReasonSema, deadline, NULL, NULL);
+			if (r == 0) {
+				errno = EAGAIN; /* the value had changed */
+				return -1;
+			}
+			if (r < 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			return 0; /* woken (spurious wake-ups are allowed to futex users) */
+		}
+	case FUTEX_WAKE:
+	case FUTEX_WAKE_BITSET: {
+		int n = bb_sema_wake(uaddr, (int)(val > 0x7fffffff ? 0x7fffffff : val));
+		/* a thread bobbin did not make may wait in the kernel */
+		long k = 0;
+		if ((uint32_t)n < val)
+			k = bb_rawsyscall6(SYS_futex, (long)uaddr, op, val - (uint32_t)n, 0, 0, 0);
+		return n + (k > 0 ? k : 0);
+	}
+	}
+	return -2; /* not handled here */
+}
+
+static bool blocking_nr(long n)
+{
+	switch (n) {
+	case SYS_futex: case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6:
+	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_accept: case SYS_accept4:
+	case SYS_connect: case SYS_recvfrom: case SYS_recvmsg: case SYS_sendto: case SYS_sendmsg:
+	case SYS_wait4: case SYS_waitid: case SYS_flock: case SYS_pause: case SYS_msgrcv:
+	case SYS_msgsnd: case SYS_semop: case SYS_semtimedop: case SYS_rt_sigtimedwait:
+	case SYS_rt_sigsuspend: case SYS_clock_nanosleep: case SYS_nanosleep: case SYS_read:
+	case SYS_write: case SYS_readv: case SYS_writev: case SYS_pread64: case SYS_pwrite64:
+	case SYS_fsync: case SYS_fdatasync: case SYS_openat: case SYS_open:
+		return true;
+	}
+	return false;
+}
+
+BB_EXPORT long syscall(long n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (bb_on_g()) {
+		switch (n) {
+		case SYS_futex:
+			if (a2 & FUTEX_PRIVATE_FLAG) {
+				long r = futex((uint32_t *)a1, (int)a2, (uint32_t)a3,
+					       (const struct timespec *)a4);
+				if (r != -2)
+					return r;
+			}
+			break;
+		case SYS_read:
+			return read((int)a1, (void *)a2, (size_t)a3);
+		case SYS_write:
+			return write((int)a1, (const void *)a2, (size_t)a3);
+		case SYS_nanosleep:
+			return nanosleep((const struct timespec *)a1, (struct timespec *)a2);
+		case SYS_sched_yield:
+			return sched_yield();
+		}
+		if (blocking_nr(n)) {
+			bb_entersyscall();
+			long r = bb_rawsyscall6(n, a1, a2, a3, a4, a5, a6);
+			bb_exitsyscall();
+			if (r < 0 && r > -4096) {
+				errno = (int)-r;
+				return -1;
+			}
+			return r;
+		}
+	}
+	long r = bb_rawsyscall6(n, a1, a2, a3, a4, a5, a6);
+	if (r < 0 && r > -4096) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
