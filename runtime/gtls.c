@@ -193,8 +193,10 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 		memset(t + OFF_SPECIFIC_1STBLOCK, 0, OFF_SPECIFIC - OFF_SPECIFIC_1STBLOCK);
 		*(int *)(t + OFF_CANCELHANDLING) = 0;
 	}
-	/* a tid no kernel thread can have (above pid_max's 2^22 limit) */
-	*(int *)(t + OFF_TID) = (int)(0x40000000u | (uint32_t)(gp->goid & 0x3fffffff));
+	/* a tid no kernel thread can have: above pid_max's 2^22 limit, and
+	 * inside FUTEX_TID_MASK (bit 30 is FUTEX_OWNER_DIED, bit 31 WAITERS:
+	 * robust mutexes store the tid in the lock word) */
+	*(int *)(t + OFF_TID) = (int)(0x20000000u | (uint32_t)(gp->goid & 0x1fffffff));
 	*(void **)(t + OFF_START_ROUTINE) = gp;
 	*(void **)(t + OFF_STACKBLOCK) = (void *)(gp->stack_lo);
 	*(size_t *)(t + OFF_STACKBLOCK_SIZE) = gp->stack_hi - gp->stack_lo;
@@ -214,8 +216,40 @@ void bb_tcb_on_g_start(bb_g *gp)
 	ctype_init();
 }
 
+/* What the kernel does for a thread that exits holding robust mutexes
+ * (kernel/futex handle_futex_death): the G's robust list lives in its own
+ * TCB, which the kernel does not know, so bobbin walks it. Each lock word
+ * still owned by this G gets FUTEX_OWNER_DIED, and one waiter is woken. */
+static void robust_release(bb_g *gp)
+{
+	char *t = gp->tcb;
+	void **head = (void **)(t + OFF_ROBUST_HEAD);
+	long off = (long)head[1];
+	uint32_t tid = (uint32_t)bb_g_tid(gp);
+	void *pending = head[2];
+	void *e = (void *)((uintptr_t)head[0] & ~(uintptr_t)1);
+	for (int n = 0; e != (void *)head && e != NULL && n < 2048; n++) {
+		void *next = (void *)((uintptr_t)(*(void **)e) & ~(uintptr_t)1);
+		_Atomic uint32_t *w = (_Atomic uint32_t *)((char *)e + off);
+		uint32_t v = atomic_load(w);
+		while ((v & 0x3fffffff) == tid) {
+			uint32_t nv = (v & 0x80000000u) | 0x40000000u;
+			if (atomic_compare_exchange_weak(w, &v, nv)) {
+				if (v & 0x80000000u)
+					bb_rawsyscall6(202 /* futex */, (long)w, 1 /* WAKE */, 1, 0, 0, 0);
+				break;
+			}
+		}
+		e = next;
+	}
+	(void)pending;
+	head[0] = head;
+	head[2] = NULL;
+}
+
 void bb_tcb_on_g_exit(bb_g *gp)
 {
+	robust_release(gp);
 	call_tls_dtors(); /* C++ thread_local destructors */
 	/* glibc's TSD second-level blocks (calloc'd by its setspecific on this
 	 * G); the first block is inside the TCB and is cleared on reuse */

@@ -32,6 +32,21 @@ static inline int bb_self_tid(void)
 	return tid;
 }
 
+/* a call that may wait in the kernel (a process-shared or robust object,
+ * glibc's implementation): inside entersyscall when on a G, so the P moves on */
+#define BB_KERNEL_WAIT(expr)                          \
+	({                                            \
+		int r_;                               \
+		if (bb_on_g()) {                      \
+			bb_entersyscall();            \
+			r_ = (expr);                  \
+			bb_exitsyscall();             \
+		} else {                              \
+			r_ = (expr);                  \
+		}                                     \
+		r_;                                   \
+	})
+
 /* the program's mutex released from g0 by a condvar wait: no owner checks */
 void bb_mutex_release(void *m);
 int bb_mutex_lock_until(bb_mutex *m, int64_t deadline);

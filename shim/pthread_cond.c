@@ -67,16 +67,20 @@ static bool kernel_mutex(pthread_mutex_t *mu)
 
 BB_EXPORT int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
-	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_cond_wait)(cv, mu);
+	if (pshared(cv) || kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_cond_wait)(cv, mu));
 	return wait_common(cv, mu, 0);
 }
 
 BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 				     const struct timespec *abstime)
 {
-	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_cond_timedwait)(cv, mu, abstime);
+	if (pshared(cv) || kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_cond_timedwait)(cv, mu, abstime));
 	clockid_t clock = (((bb_cond *)cv)->wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
@@ -87,8 +91,10 @@ BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 BB_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clock,
 				     const struct timespec *abstime)
 {
-	if (!bb_on_g() || pshared(cv) || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_cond_clockwait)(cv, mu, clock, abstime);
+	if (pshared(cv) || kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_cond_clockwait)(cv, mu, clock, abstime));
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
 	int64_t deadline = bb_abs_deadline(clock, abstime);

@@ -96,8 +96,10 @@ static bool kernel_mutex(pthread_mutex_t *mu)
 
 BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
 {
-	if (!bb_on_g() || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_mutex_lock)(mu);
+	if (kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_mutex_lock)(mu));
 	return lock_common((bb_mutex *)mu, 0, false);
 }
 
@@ -139,16 +141,20 @@ static int timed(pthread_mutex_t *mu, clockid_t clock, const struct timespec *ab
 
 BB_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *mu, const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_mutex_timedlock)(mu, abstime);
+	if (kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_mutex_timedlock)(mu, abstime));
 	return timed(mu, CLOCK_REALTIME, abstime);
 }
 
 BB_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mu, clockid_t clock,
 				      const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_mutex(mu))
+	if (!bb_on_g())
 		return REAL(pthread_mutex_clocklock)(mu, clock, abstime);
+	if (kernel_mutex(mu))
+		return BB_KERNEL_WAIT(REAL(pthread_mutex_clocklock)(mu, clock, abstime));
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
 	return timed(mu, clock, abstime);

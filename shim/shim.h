@@ -8,6 +8,7 @@
 #include "runtime.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sched.h>
 #include <time.h>
 #include <stdio.h>
@@ -55,6 +56,33 @@ typedef struct bb_real_fns {
 	void (*flockfile)(FILE *);
 	int (*ftrylockfile)(FILE *);
 	void (*funlockfile)(FILE *);
+	int (*pthread_rwlock_rdlock)(pthread_rwlock_t *);
+	int (*pthread_rwlock_tryrdlock)(pthread_rwlock_t *);
+	int (*pthread_rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*pthread_rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*pthread_rwlock_wrlock)(pthread_rwlock_t *);
+	int (*pthread_rwlock_trywrlock)(pthread_rwlock_t *);
+	int (*pthread_rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*pthread_rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*pthread_rwlock_unlock)(pthread_rwlock_t *);
+	int (*pthread_rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+	int (*pthread_rwlock_destroy)(pthread_rwlock_t *);
+	int (*pthread_barrier_init)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
+	int (*pthread_barrier_wait)(pthread_barrier_t *);
+	int (*pthread_barrier_destroy)(pthread_barrier_t *);
+	int (*pthread_spin_lock)(pthread_spinlock_t *);
+	int (*pthread_spin_trylock)(pthread_spinlock_t *);
+	int (*pthread_spin_unlock)(pthread_spinlock_t *);
+	int (*pthread_spin_init)(pthread_spinlock_t *, int);
+	int (*pthread_spin_destroy)(pthread_spinlock_t *);
+	int (*sem_wait)(sem_t *);
+	int (*sem_trywait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+	int (*sem_post)(sem_t *);
+	int (*sem_getvalue)(sem_t *, int *);
+	int (*sem_init)(sem_t *, int, unsigned);
+	int (*sem_destroy)(sem_t *);
 } bb_real_fns;
 
 extern bb_real_fns bb_real;

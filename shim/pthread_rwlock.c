@@ -1,0 +1,405 @@
+/*
+ * pthread_rwlock.c — reader-writer locks whose waiters park their G,
+ * overlaying glibc's pthread_rwlock_t (56 bytes). All-zero and
+ * PTHREAD_RWLOCK_INITIALIZER are a default lock; the _NP initialisers and
+ * pthread_rwlock_init (glibc's, data only) set __flags and __shared.
+ *
+ * The lock is one 64-bit word over glibc's __readers (low half) and
+ * __writers (high half), so every decision is a single CAS:
+ *
+ *   bit 0       glibc's WRPHASE. bobbin never sets it; an acquisition clears
+ *               it, so a lock that glibc left idle in a write phase (used
+ *               before bobbin started) reads as free.
+ *   bit 1   W   a writer holds the lock (glibc's WRLOCKED)
+ *   bit 2   RW  readers are parked on `rqueue`, or about to park (glibc's
+ *               RWAITING); cleared by whoever wakes them all
+ *   bits 3-31 R readers holding the lock: glibc's count at glibc's shift, so
+ *               the 2^28th reader gets EAGAIN as with NPTL
+ *   bits 32-63 WW writers that found the lock busy and will park on
+ *               `wqueue`; they leave the count when they get the lock or
+ *               give up
+ *
+ * Kinds: PTHREAD_RWLOCK_PREFER_READER_NP (0, default) and
+ * PTHREAD_RWLOCK_PREFER_WRITER_NP (1), which NPTL also lets readers
+ * overtake waiting writers with, admit a reader whenever no writer holds the
+ * lock (recursive read locks never deadlock). With
+ * PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP (2) a reader also waits while
+ * WW > 0, so a stream of readers cannot starve a writer.
+ *
+ * Wake-ups: a write unlock wakes every parked reader when they may enter,
+ * else one writer; the last reader out wakes one writer. A woken writer that
+ * leaves without the lock (timeout) passes the wake-up on. A waker touches
+ * nothing of the lock after its releasing CAS but the queue addresses, so a
+ * lock may be destroyed as soon as the last holder has unlocked.
+ *
+ * Error codes are NPTL's: EINVAL for a timed call's bad clock or tv_nsec
+ * (checked first, even if the lock is free, as NPTL does), EDEADLK when the
+ * writer that holds the lock asks for it again (glibc's __cur_writer test),
+ * EBUSY from the try variants, EAGAIN on reader overflow, ETIMEDOUT; unlock
+ * checks nothing and returns 0. Process-shared locks keep glibc's
+ * implementation (the real functions), as does a caller that is not a G.
+ */
+#include "mutex.h"
+
+#include <errno.h>
+
+typedef struct bb_rwlock {
+	_Atomic uint64_t state;  /* 0: __readers | __writers << 32, above */
+	uint32_t rqueue;         /* 8: __wrphase_futex: only its address is used,
+				    as the queue readers park on */
+	uint32_t wqueue;         /* 12: __writers_futex: the writers' queue address */
+	uint32_t pad3, pad4;     /* 16 */
+	_Atomic int cur_writer;  /* 24: tid of the writer holding the lock, else 0:
+				    written by that writer (glibc's meaning) */
+	int shared;              /* 28: nonzero = process-shared (glibc's) */
+	signed char rwelision;   /* 32 */
+	unsigned char pad1[7];
+	unsigned long pad2;      /* 40 */
+	unsigned flags;          /* 48: the PTHREAD_RWLOCK_PREFER_* kind */
+} bb_rwlock;
+_Static_assert(sizeof(bb_rwlock) == sizeof(pthread_rwlock_t), "rwlock overlay");
+_Static_assert(offsetof(bb_rwlock, cur_writer) == 24, "glibc __cur_writer");
+_Static_assert(offsetof(bb_rwlock, shared) == 28, "glibc __shared");
+_Static_assert(offsetof(bb_rwlock, flags) == 48, "glibc __flags");
+
+#define RW_WRPHASE 1u
+#define RW_W 2u
+#define RW_RWAIT 4u
+#define RW_READER 8u                  /* one reader in R */
+#define RW_MAX_READERS ((1u << 28) - 1) /* NPTL: R reaching bit 31 is EAGAIN */
+#define RW_WRITER ((uint64_t)1 << 32) /* one writer in WW */
+
+static inline uint32_t nreaders(uint64_t s) { return (uint32_t)s >> 3; }
+static inline uint32_t nwriters(uint64_t s) { return (uint32_t)(s >> 32); }
+
+static bool prefer_writer(bb_rwlock *l)
+{
+	return l->flags == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+}
+
+/* may a new reader enter in state s? */
+static bool readable(bb_rwlock *l, uint64_t s)
+{
+	if (s & RW_W)
+		return false;
+	return !(prefer_writer(l) && nwriters(s) > 0);
+}
+
+static bool writable(uint64_t s)
+{
+	return !(s & RW_W) && nreaders(s) == 0;
+}
+
+/* take a read lock without waiting: 0, EBUSY (*sp: the state seen) or EAGAIN */
+static int try_read(bb_rwlock *l, uint64_t *sp)
+{
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	for (;;) {
+		if (!readable(l, s)) {
+			*sp = s;
+			return EBUSY;
+		}
+		if (nreaders(s) >= RW_MAX_READERS)
+			return EAGAIN;
+		/* acquire: pairs with the release CAS of the last write unlock */
+		if (atomic_compare_exchange_weak_explicit(&l->state, &s,
+							  (s + RW_READER) & ~(uint64_t)RW_WRPHASE,
+							  memory_order_acquire, memory_order_relaxed))
+			return 0;
+	}
+}
+
+/* take the write lock without waiting; `registered`: leave WW too */
+static bool try_write(bb_rwlock *l, uint64_t *sp, bool registered)
+{
+	uint64_t s = *sp;
+	while (writable(s)) {
+		uint64_t n = (s | RW_W) & ~(uint64_t)RW_WRPHASE;
+		if (registered)
+			n -= RW_WRITER;
+		/* acquire: pairs with the release CAS of the previous unlock */
+		if (atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_acquire,
+							  memory_order_relaxed)) {
+			atomic_store_explicit(&l->cur_writer, bb_self_tid(), memory_order_relaxed);
+			return true;
+		}
+	}
+	*sp = s;
+	return false;
+}
+
+/* NPTL's test, done before anything else by the timed calls */
+static bool valid_abstime(clockid_t clock, const struct timespec *abstime)
+{
+	return (clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC) &&
+	       abstime->tv_nsec >= 0 && abstime->tv_nsec < 1000000000;
+}
+
+/* the monotonic deadline of a timed call, computed once, when it first
+ * has to wait (abstime was validated on entry); 0 = untimed */
+static int64_t deadline_of(clockid_t clock, const struct timespec *abstime, int64_t *cached)
+{
+	if (abstime != NULL && *cached == 0)
+		*cached = bb_abs_deadline(clock, abstime);
+	return *cached;
+}
+
+/* a few pauses while the holder likely runs on another P */
+static void spin_while(bb_rwlock *l, bool reader)
+{
+	if (bb_gomaxprocs <= 1)
+		return;
+	for (int i = 0; i < 64; i++) {
+		__builtin_ia32_pause();
+		uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+		if (reader ? readable(l, s) : writable(s))
+			return;
+	}
+}
+
+/* ---- waiting (validate hooks run under the queue's bucket lock) ---- */
+
+static bool reader_must_wait(void *addr, void *arg)
+{
+	bb_rwlock *l = arg;
+	/* relaxed: a waker's CAS happens before it takes this bucket lock */
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	/* RW cleared means the wake-all already ran: parking now would be
+	 * parking without a flag nobody will look at */
+	return (s & RW_RWAIT) && !readable(l, s);
+}
+
+static bool writer_must_wait(void *addr, void *arg)
+{
+	bb_rwlock *l = arg;
+	return !writable(atomic_load_explicit(&l->state, memory_order_relaxed));
+}
+
+static int rdlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abstime)
+{
+	int64_t deadline = 0;
+	uint64_t s;
+	spin_while(l, true);
+	for (;;) {
+		int err = try_read(l, &s);
+		if (err != EBUSY)
+			return err;
+		/* announce a parked reader; relaxed: the flag orders nothing, it
+		 * only has to be in the same word the unlocker CASes */
+		if (!(s & RW_RWAIT) &&
+		    !atomic_compare_exchange_strong_explicit(&l->state, &s, s | RW_RWAIT,
+							     memory_order_relaxed, memory_order_relaxed))
+			continue;
+		if (bb_sema_park(&l->rqueue, reader_must_wait, l, waitReasonMutex,
+				 deadline_of(clock, abstime, &deadline), NULL, NULL) < 0)
+			return ETIMEDOUT; /* a stale RW costs the next unlock one empty wake */
+	}
+}
+
+/* a registered writer leaves WW without the lock; it may have been the one
+ * woken, and may have been what held readers back */
+static void writer_give_up(bb_rwlock *l)
+{
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
+	bool wake_readers;
+	do {
+		n = s - RW_WRITER;
+		wake_readers = prefer_writer(l) && nwriters(n) == 0 && (n & RW_RWAIT) &&
+			       !(n & RW_W);
+		if (wake_readers)
+			n &= ~(uint64_t)RW_RWAIT;
+	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_relaxed,
+							memory_order_relaxed));
+	if (wake_readers)
+		bb_sema_wake(&l->rqueue, -1);
+	if (writable(n) && nwriters(n) > 0)
+		bb_sema_wake(&l->wqueue, 1);
+}
+
+static int wrlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abstime)
+{
+	int64_t deadline = 0;
+	bool registered = false;
+	spin_while(l, false);
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	for (;;) {
+		if (try_write(l, &s, registered))
+			return 0;
+		if (!registered) {
+			/* relaxed: registration publishes nothing; readers and
+			 * unlockers see it through this word's CASes */
+			if (atomic_compare_exchange_weak_explicit(&l->state, &s, s + RW_WRITER,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				registered = true;
+				s += RW_WRITER;
+			}
+			continue;
+		}
+		if (bb_sema_park(&l->wqueue, writer_must_wait, l, waitReasonMutex,
+				 deadline_of(clock, abstime, &deadline), NULL, NULL) < 0) {
+			writer_give_up(l);
+			return ETIMEDOUT;
+		}
+		s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	}
+}
+
+static void wrunlock(bb_rwlock *l)
+{
+	atomic_store_explicit(&l->cur_writer, 0, memory_order_relaxed);
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
+	bool wake_readers;
+	do {
+		n = s & ~(uint64_t)RW_W;
+		wake_readers = (s & RW_RWAIT) && (!prefer_writer(l) || nwriters(s) == 0);
+		if (wake_readers)
+			n &= ~(uint64_t)RW_RWAIT;
+		/* release: the critical section happens before the next holder */
+	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
+							memory_order_relaxed));
+	/* from here on the lock may be freed: only its addresses are used */
+	int woken = wake_readers ? bb_sema_wake(&l->rqueue, -1) : 0;
+	/* woken readers take the lock and their last one wakes a writer; if
+	 * none were really parked (RW was stale), a writer goes now */
+	if (woken == 0 && nwriters(n) > 0)
+		bb_sema_wake(&l->wqueue, 1);
+}
+
+static void rdunlock(bb_rwlock *l)
+{
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
+	do {
+		if (nreaders(s) == 0)
+			return; /* not read-locked: undefined; NPTL corrupts, we ignore */
+		n = s - RW_READER;
+		/* release: the read section happens before the next writer */
+	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
+							memory_order_relaxed));
+	if (writable(n) && nwriters(n) > 0)
+		bb_sema_wake(&l->wqueue, 1);
+}
+
+/* ---- the interposed functions ---- */
+
+static bool kernel_rwlock(pthread_rwlock_t *rw)
+{
+	return ((bb_rwlock *)rw)->shared != 0;
+}
+
+static bool self_writes(bb_rwlock *l)
+{
+	return atomic_load_explicit(&l->cur_writer, memory_order_relaxed) == bb_self_tid();
+}
+
+static int rdlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *abstime)
+{
+	bb_rwlock *l = (bb_rwlock *)rw;
+	if (abstime != NULL && !valid_abstime(clock, abstime))
+		return EINVAL;
+	if (self_writes(l))
+		return EDEADLK;
+	uint64_t s;
+	int err = try_read(l, &s);
+	if (err != EBUSY)
+		return err;
+	return rdlock_slow(l, clock, abstime);
+}
+
+static int wrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *abstime)
+{
+	bb_rwlock *l = (bb_rwlock *)rw;
+	if (abstime != NULL && !valid_abstime(clock, abstime))
+		return EINVAL;
+	if (self_writes(l))
+		return EDEADLK;
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	if (try_write(l, &s, false))
+		return 0;
+	return wrlock_slow(l, clock, abstime);
+}
+
+BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_rdlock)(rw);
+	return rdlock(rw, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_tryrdlock)(rw);
+	uint64_t s;
+	return try_read((bb_rwlock *)rw, &s); /* no EDEADLK: NPTL says EBUSY */
+}
+
+BB_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_timedrdlock)(rw, abstime);
+	return rdlock(rw, CLOCK_REALTIME, abstime);
+}
+
+BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
+					 const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_clockrdlock)(rw, clock, abstime);
+	return rdlock(rw, clock, abstime);
+}
+
+BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_wrlock)(rw);
+	return wrlock(rw, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_trywrlock)(rw);
+	bb_rwlock *l = (bb_rwlock *)rw;
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	return try_write(l, &s, false) ? 0 : EBUSY; /* no EDEADLK, as NPTL */
+}
+
+BB_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_timedwrlock)(rw, abstime);
+	return wrlock(rw, CLOCK_REALTIME, abstime);
+}
+
+BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
+					 const struct timespec *abstime)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_clockwrlock)(rw, clock, abstime);
+	return wrlock(rw, clock, abstime);
+}
+
+BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+	if (!bb_on_g() || kernel_rwlock(rw))
+		return REAL(pthread_rwlock_unlock)(rw);
+	bb_rwlock *l = (bb_rwlock *)rw;
+	/* as NPTL: the holder of the write lock is the thread whose tid is in
+	 * cur_writer; anyone else is taken for a reader */
+	if (self_writes(l))
+		wrunlock(l);
+	else
+		rdunlock(l);
+	return 0;
+}
+
+BB_EXPORT int pthread_rwlock_init(pthread_rwlock_t *rw, const pthread_rwlockattr_t *attr)
+{
+	return REAL(pthread_rwlock_init)(rw, attr); /* data only: glibc's layout is ours */
+}
+
+BB_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *rw)
+{
+	return REAL(pthread_rwlock_destroy)(rw); /* NPTL checks nothing: neither do we */
+}

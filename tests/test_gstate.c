@@ -1,0 +1,344 @@
+/*
+ * test_gstate.c — the G state machine (bb_casgstatus), then the whole
+ * runtime started in the test process: the statuses a G goes through,
+ * results through join, many Gs, the scheduler's fairness rules, and that
+ * __thread variables belong to each G.
+ *
+ * See rt_start.h: Gs record what they see, G1 asserts.
+ */
+#include "rt_start.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+TestSuite(gstate, .timeout = 60); /* a hang (a lost wake-up) is a failure */
+
+/* ---- bb_casgstatus, no runtime ---- */
+
+Test(gstate, casgstatus_follows_transitions)
+{
+	bb_g *gp = calloc(1, sizeof *gp);
+	atomic_store(&gp->status, Gdead);
+	static const uint32_t path[] = {Gdead,    Grunnable, Grunning, Gwaiting,
+					Grunnable, Grunning, Gsyscall, Grunning, Gdead};
+	for (size_t i = 0; i + 1 < sizeof path / sizeof path[0]; i++) {
+		cr_assert(bb_casgstatus(gp, path[i], path[i + 1]));
+		cr_assert_eq(atomic_load(&gp->status), path[i + 1]);
+	}
+	free(gp);
+}
+
+Test(gstate, casgstatus_wrong_from_aborts, .signal = SIGABRT)
+{
+	bb_g *gp = calloc(1, sizeof *gp);
+	gp->goid = 7;
+	atomic_store(&gp->status, Grunnable);
+	bb_casgstatus(gp, Gwaiting, Grunning); /* not waiting: bb_throw */
+	cr_assert_fail("casgstatus accepted a wrong from state (status now %u)",
+		       atomic_load(&gp->status));
+}
+
+Test(gstate, casgstatus_same_state_aborts_on_mismatch, .signal = SIGABRT)
+{
+	bb_g *gp = calloc(1, sizeof *gp);
+	atomic_store(&gp->status, Gdead);
+	bb_casgstatus(gp, Grunning, Gdead); /* a double exit */
+}
+
+/* ---- statuses in a running runtime ---- */
+
+struct seen {
+	bb_g *self;
+	uint32_t status;
+	uint64_t goid;
+	bool has_m;
+	int parked; /* what bb_sema_park returned */
+};
+
+static long parkword;
+
+static void *parker(void *arg)
+{
+	struct seen *s = arg;
+	s->self = bb_getg();
+	s->status = atomic_load(&s->self->status);
+	s->goid = s->self->goid;
+	s->has_m = s->self->m == bb_getm();
+	s->parked = bb_sema_park(&parkword, NULL, NULL, waitReasonSema, 0, NULL, NULL);
+	return (void *)(uintptr_t)(s->goid * 10 + 1);
+}
+
+Test(gstate, statuses_through_a_gs_life)
+{
+	rt_start(1);
+	bb_g *self = bb_getg();
+	cr_assert_eq(atomic_load(&self->status), Grunning, "G1 runs");
+	cr_assert_eq(self->goid, 1);
+
+	struct seen s = {0};
+	bb_g *gp = rt_go(parker, &s);
+	cr_assert_eq(atomic_load(&gp->status), Grunnable, "made, not yet run (one P, we hold it)");
+	cr_assert_eq(atomic_load(&bb_allp[0]->runnext), gp, "a new G goes to runnext");
+	cr_assert_null(s.self);
+
+	rt_wait_status(gp, Gwaiting);
+	cr_assert_eq(s.self, gp, "bb_getg() on the G is the G newproc returned");
+	cr_assert_eq(s.status, Grunning, "a G sees itself Grunning");
+	cr_assert_eq(s.goid, gp->goid);
+	cr_assert(s.has_m, "a running G has g->m set to its M");
+	cr_assert_neq(gp->goid, self->goid);
+	cr_assert_eq(gp->waitreason, waitReasonSema);
+	cr_assert_eq(gp->waitaddr, &parkword);
+	cr_assert_null(gp->m, "a parked G has no M");
+
+	cr_assert_eq(bb_sema_wake(&parkword, 1), 1);
+	cr_assert_eq(atomic_load(&gp->status), Grunnable, "woken, queued behind us");
+	cr_assert_eq(atomic_load(&bb_allp[0]->runnext), gp, "goready puts it in runnext");
+
+	void *res = rt_join(gp);
+	cr_assert_eq(res, (void *)(uintptr_t)(s.goid * 10 + 1), "result through join");
+	cr_assert_eq(s.parked, 1);
+	cr_assert_eq(atomic_load(&gp->status), Gdead, "joined");
+	cr_assert_eq(atomic_load(&self->status), Grunning, "G1 runs again after the join");
+	cr_assert_eq(bb_getg(), self);
+}
+
+static void *quick(void *arg)
+{
+	return (void *)((uintptr_t)arg * 3 + 1);
+}
+
+Test(gstate, exited_g_is_dead_before_join)
+{
+	rt_start(1);
+	bb_g *gp = rt_go(quick, (void *)5);
+	rt_wait_status(gp, Gdead);
+	cr_assert(gp->exited, "a zombie waiting for its joiner");
+	cr_assert_eq(atomic_load(&bb_sched_.nlive), 1, "only G1 is live");
+	void *res = (void *)-1;
+	cr_assert_eq(bb_gjoin(gp, &res, BB_JOIN_TRY, 0), 0);
+	cr_assert_eq(res, (void *)16);
+}
+
+Test(gstate, ten_thousand_gs_in_batches)
+{
+	rt_start(0);
+	enum { TOTAL = 10000, BATCH = 500 };
+	bb_g *gs[BATCH];
+	long ok = 0;
+	for (int base = 0; base < TOTAL; base += BATCH) {
+		for (int i = 0; i < BATCH; i++)
+			gs[i] = rt_go(quick, (void *)(uintptr_t)(base + i));
+		for (int i = 0; i < BATCH; i++) {
+			void *res = rt_join(gs[i]);
+			cr_assert_eq(res, (void *)((uintptr_t)(base + i) * 3 + 1),
+				     "G for %d returned %p", base + i, res);
+			ok++;
+		}
+	}
+	cr_assert_eq(ok, TOTAL);
+	cr_assert_eq(atomic_load(&bb_sched_.nlive), 1, "every G but G1 has exited");
+	cr_assert_geq(atomic_load(&bb_sched_.goidgen), TOTAL + 1);
+}
+
+/* ---- fairness: a runnext ping-pong pair must not starve other Gs ----
+ *
+ * Two Gs hand a turn back and forth through bb_sema_wake/bb_sema_park; each
+ * wake puts the other in runnext of the one P, so with no bound the pair
+ * runs forever. A third G waits, on the global queue or in the local ring,
+ * and records how many rounds the pair had played when it finally ran. */
+
+#define PING_LIMIT 10000 /* rounds; the 61-tick rule needs far fewer */
+
+static long pingaddr[2][8]; /* 64 bytes apart: different sema buckets */
+static _Atomic int turn, stop, cflag, spawn_failed;
+static _Atomic long rounds, rounds_at_c = -1;
+
+static bool not_my_turn(void *addr, void *arg)
+{
+	return atomic_load(&turn) != ((int)(intptr_t)arg & 1) && !atomic_load(&stop);
+}
+
+static void *starved(void *arg)
+{
+	if (arg) /* to the global run queue, behind the players */
+		bb_gosched();
+	atomic_store(&rounds_at_c, atomic_load(&rounds));
+	atomic_store(&cflag, 1);
+	return NULL;
+}
+
+static bb_g *ring_c;
+
+/* arg: bit 0 = which player, bit 1 = make the starved G in round 1 */
+static void *player(void *arg)
+{
+	int me = (int)(intptr_t)arg & 1;
+	for (;;) {
+		while (atomic_load(&turn) != me && !atomic_load(&stop))
+			bb_sema_park(&pingaddr[me], not_my_turn, arg, waitReasonSema, 0, NULL, NULL);
+		if (atomic_load(&stop))
+			break;
+		long r = atomic_fetch_add(&rounds, 1) + 1;
+		if (atomic_load(&cflag) || r >= PING_LIMIT)
+			atomic_store(&stop, 1);
+		if (r == 1 && ((intptr_t)arg & 2)) {
+			/* in runnext now; our wake below kicks it to the ring */
+			bb_gattr attr = {.guardsize = 4096};
+			int err;
+			ring_c = bb_newproc(starved, NULL, &attr, &err);
+			if (ring_c == NULL)
+				atomic_store(&spawn_failed, 1);
+		}
+		atomic_store(&turn, 1 - me);
+		bb_sema_wake(&pingaddr[1 - me], 1); /* runnext of our P */
+	}
+	return NULL;
+}
+
+static void check_not_starved(const char *where)
+{
+	long at = atomic_load(&rounds_at_c);
+	cr_assert(at >= 0 && at < PING_LIMIT,
+		  "a G in the %s ran only after %ld ping-pong rounds (the pair stopped at %d): "
+		  "two Gs readying each other through runnext starve it",
+		  where, at, PING_LIMIT);
+}
+
+Test(gstate, runnext_pingpong_does_not_starve_global_queue)
+{
+	rt_start(1);
+	bb_g *a = rt_go(player, (void *)0);
+	bb_g *b = rt_go(player, (void *)1);
+	bb_g *c = rt_go(starved, (void *)1);
+	/* Start off a multiple of 61: the very first schedule must not find
+	 * the global queue for free, the rule has to do it. */
+	bb_allp[0]->schedtick = 1;
+	rt_join(c);
+	rt_join(a);
+	rt_join(b);
+	check_not_starved("global run queue");
+}
+
+Test(gstate, runnext_pingpong_does_not_starve_local_ring)
+{
+	rt_start(1);
+	/* B is in runnext, so it runs first and parks; then A plays round 1
+	 * and makes the G, which its wake of B kicks from runnext to the ring */
+	bb_g *a = rt_go(player, (void *)(0 | 2));
+	bb_g *b = rt_go(player, (void *)1);
+	rt_join(a);
+	rt_join(b);
+	cr_assert_not(atomic_load(&spawn_failed), "bb_newproc failed on a G");
+	cr_assert_not_null(ring_c);
+	rt_join(ring_c);
+	check_not_starved("local run queue");
+}
+
+/* ---- fairness: bb_gosched shares the P among runnable Gs ---- */
+
+#define NYIELDERS 4
+#define NYIELDS 1000
+static _Atomic int yields[NYIELDERS];
+static _Atomic int unfair; /* times a G had twice the turns of another */
+
+static void *yielder(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	for (int k = 0; k < NYIELDS; k++) {
+		/* Go's rule takes one G from the global queue every 61 ticks,
+		 * ahead of the local ring, so the order drifts a little; but
+		 * nobody may get twice the turns of another */
+		for (int j = 0; j < NYIELDERS; j++)
+			if (j != me && 2 * atomic_load(&yields[j]) + 4 < k)
+				atomic_fetch_add(&unfair, 1);
+		atomic_store(&yields[me], k + 1);
+		bb_gosched();
+	}
+	return NULL;
+}
+
+static _Atomic int waited_flag;
+static _Atomic long waited_yields = -1;
+
+static void *waiter(void *arg)
+{
+	long i;
+	for (i = 0; i < 100000 && !atomic_load(&waited_flag); i++)
+		bb_gosched();
+	atomic_store(&waited_yields, i);
+	return NULL;
+}
+
+static void *setter(void *arg)
+{
+	atomic_store(&waited_flag, 1);
+	return NULL;
+}
+
+Test(gstate, gosched_lets_others_run)
+{
+	rt_start(1);
+	/* the setter is queued first and the waiter is in runnext: the waiter
+	 * runs first and only its yields can let the setter in */
+	bb_g *s = rt_go(setter, NULL);
+	bb_g *w = rt_go(waiter, NULL);
+	rt_join(w);
+	rt_join(s);
+	long n = atomic_load(&waited_yields);
+	cr_assert(n >= 0 && n < 100, "the waiter yielded %ld times before the setter ran", n);
+
+	bb_g *y[NYIELDERS];
+	for (int i = 0; i < NYIELDERS; i++)
+		y[i] = rt_go(yielder, (void *)(intptr_t)i);
+	for (int i = 0; i < NYIELDERS; i++)
+		rt_join(y[i]);
+	for (int i = 0; i < NYIELDERS; i++)
+		cr_assert_eq(atomic_load(&yields[i]), NYIELDS);
+	cr_assert_eq(atomic_load(&unfair), 0,
+		     "%d times a yielding G had twice the turns of another", atomic_load(&unfair));
+}
+
+/* ---- __thread and errno belong to the G ---- */
+
+static __thread int tv = 42;
+static _Atomic int tls_bad_init, tls_bad_later, errno_bad;
+
+static void *tls_user(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	if (tv != 42)
+		atomic_fetch_add(&tls_bad_init, 1); /* fresh or reused block: initial image */
+	tv = me;
+	errno = me;
+	for (int k = 0; k < 200; k++) {
+		bb_gosched();
+		if (tv != me)
+			atomic_fetch_add(&tls_bad_later, 1);
+		if (errno != me)
+			atomic_fetch_add(&errno_bad, 1);
+		tv = me; /* a write after a possible move between Ms */
+	}
+	return (void *)(intptr_t)(tv * 2);
+}
+
+Test(gstate, thread_locals_are_per_g)
+{
+	rt_start(2);
+	tv = 7;
+	enum { N = 16 };
+	for (int round = 0; round < 3; round++) { /* rounds 2 and 3 reuse dead Gs */
+		bb_g *gs[N];
+		for (int i = 0; i < N; i++)
+			gs[i] = rt_go(tls_user, (void *)(intptr_t)(1000 * round + i + 1));
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(rt_join(gs[i]), (void *)(intptr_t)(2 * (1000 * round + i + 1)));
+	}
+	cr_assert_eq(atomic_load(&tls_bad_init), 0, "%d Gs started with another G's __thread",
+		     atomic_load(&tls_bad_init));
+	cr_assert_eq(atomic_load(&tls_bad_later), 0, "%d times a G saw another G's __thread",
+		     atomic_load(&tls_bad_later));
+	cr_assert_eq(atomic_load(&errno_bad), 0, "%d times a G saw another G's errno",
+		     atomic_load(&errno_bad));
+	cr_assert_eq(tv, 7, "G1's own __thread was overwritten");
+}
