@@ -199,6 +199,8 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 	mp->curg = gp;
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
+	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mp->p->switchtick, 1, memory_order_relaxed);
 	if (inherit_time) {
 		mp->p->inherited++;
 	} else {
@@ -498,6 +500,16 @@ static void gosched_m(bb_g *gp)
 	bb_schedule();
 }
 
+/* preempted (cooperatively or by the signal): to the global queue, as Go's
+ * gopreempt_m; unlike bb_gosched it always switches, so a spinning G cannot
+ * keep the P when others wait on other Ps' queues */
+void bb_gopreempt(void)
+{
+	bb_m *mp = bb_getm();
+	atomic_store_explicit(&mp->curg->preempt, false, memory_order_relaxed);
+	mcall(gosched_m);
+}
+
 /* sched_yield: let every other runnable G go first (Go's Gosched puts the G
  * on the global queue). With nothing else runnable it returns at once. */
 void bb_gosched(void)
@@ -710,6 +722,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	current_fpenv(&gp->ctx); /* a new thread starts with its creator's FP env */
 
 	int32_t live = atomic_fetch_add_explicit(&bb_sched_.nlive, 1, memory_order_relaxed) + 1;
+	if (live == 2)
+		bb_sysmon_ensure(); /* from now on someone may need preempting */
 	int32_t peak = atomic_load_explicit(&bb_sched_.nthreadsmax, memory_order_relaxed);
 	while (live > peak && !atomic_compare_exchange_weak_explicit(&bb_sched_.nthreadsmax, &peak,
 								     live, memory_order_relaxed,
@@ -891,6 +905,7 @@ int bb_sched_init(void)
 	bb_lock_release(&bb_sched_.lock);
 
 	bb_m_on_thread_start(m0);
+	bb_preempt_init();
 	bb_acquirep(bb_allp[0]);
 	m0->curg = g1;
 	g1->m = m0;

@@ -148,6 +148,7 @@ struct bb_g {
 	bool timedout;       /* set by the timer under the bucket lock */
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
+	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
@@ -164,6 +165,7 @@ struct bb_p {
 	uint32_t schedtick;       /* owner P: incremented on every new time slice */
 	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
 	uint32_t syscalltick;     /* bumped by each entersyscall; read racily by sysmon */
+	_Atomic uint32_t switchtick; /* bumped by every execute: sysmon's "same G since" */
 	bb_m *m;                  /* back-link to the M holding it */
 
 	/* run queue: runqhead CAS by owner and thieves, runqtail stored by the owner
@@ -395,6 +397,34 @@ void bb_netpoll_close(int fd);
 void bb_netpoll_break(void);
 bb_g *bb_netpoll(int64_t delay, int *count);
 void bb_injectglist(bb_g *list);
+
+/* ---- preempt.c ---- */
+typedef struct bb_stats {
+	_Atomic uint64_t preempt_requested; /* sysmon asked a G to yield */
+	_Atomic uint64_t preempt_signals;   /* ... and sent the signal */
+	_Atomic uint64_t preempt_async;     /* the handler found a safe point */
+	_Atomic uint64_t preempt_refused;   /* the handler found an unsafe one */
+	_Atomic uint64_t preempt_coop;      /* yielded at an interposed call */
+	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
+} bb_stats;
+extern bb_stats bb_stats_;
+extern bool bb_async_preempt;
+extern int64_t bb_timeslice_ns;
+extern uint64_t bb_xsave_size;
+void bb_preempt_init(void);
+void bb_preemptone(bb_p *pp);
+void bb_gopreempt(void);                  /* yield for preemption, on the G */
+void bb_sysmon_ensure(void);
+/* an interposed call honours a pending preemption request */
+static inline void bb_preempt_point(void)
+{
+	bb_g *gp = bb_getm()->curg;
+	if (__builtin_expect(atomic_load_explicit(&gp->preempt, memory_order_relaxed), 0) &&
+	    gp->libclocks == 0) {
+		atomic_fetch_add_explicit(&bb_stats_.preempt_coop, 1, memory_order_relaxed);
+		bb_gopreempt();
+	}
+}
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue

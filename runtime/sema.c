@@ -68,11 +68,15 @@ typedef struct parkctx {
 static bool park_unlock(bb_g *gp, void *arg)
 {
 	parkctx *pc = arg;
+	/* pc lives on the G's stack: once the bucket is unlocked a waker may
+	 * run the G on another M and reuse that frame, so copy it first */
+	void (*after)(void *) = pc->after;
+	void *after_arg = pc->after_arg;
 	if (pc->timed)
 		bb_addtimer(&gp->timer); /* out of memory: the wait is untimed */
 	bb_lock_release(&pc->b->lock);
-	if (pc->after)
-		pc->after(pc->after_arg);
+	if (after)
+		after(after_arg);
 	return true;
 }
 

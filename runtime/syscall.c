@@ -20,17 +20,22 @@
 static _Atomic int sysmon_started;
 void bb_sysmon_start(void);
 
-void bb_entersyscall(void)
+void bb_sysmon_ensure(void)
 {
-	bb_m *mp = bb_getm();
-	bb_g *gp = mp->curg;
-	bb_p *pp = mp->p;
 	if (__builtin_expect(!atomic_load_explicit(&sysmon_started, memory_order_relaxed), 0) &&
 	    !atomic_exchange(&sysmon_started, 1)) {
 		int saved = errno;
 		bb_sysmon_start();
 		errno = saved;
 	}
+}
+
+void bb_entersyscall(void)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	bb_p *pp = mp->p;
+	bb_sysmon_ensure();
 	bb_casgstatus(gp, Grunning, Gsyscall);
 	pp->syscalltick++;
 	mp->oldp = pp;

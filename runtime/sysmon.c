@@ -21,6 +21,8 @@
 typedef struct pstate {
 	uint32_t syscalltick;
 	int64_t syscallwhen;
+	uint32_t switchtick;
+	int64_t switchwhen;
 } pstate;
 
 static pstate *pd;
@@ -36,7 +38,23 @@ static int retake(int64_t now)
 	int n = 0;
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 		bb_p *pp = bb_allp[i];
-		if (atomic_load_explicit(&pp->status, memory_order_acquire) != Psyscall)
+		uint32_t status = atomic_load_explicit(&pp->status, memory_order_acquire);
+		if (status == Prunning) {
+			/* the same G for a whole time slice: ask it to yield */
+			uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
+			if (pd[i].switchtick != t) {
+				pd[i].switchtick = t;
+				pd[i].switchwhen = now;
+			} else if (pd[i].switchwhen + bb_timeslice_ns <= now) {
+				bb_preemptone(pp);
+				/* not yet switched (an unsafe point)? ask again in 1 ms,
+				 * and keep sysmon awake meanwhile */
+				pd[i].switchwhen = now - bb_timeslice_ns + 1000000;
+				n++;
+			}
+			continue;
+		}
+		if (status != Psyscall)
 			continue;
 		uint32_t t = pp->syscalltick; /* racy read: only compared for change */
 		if (pd[i].syscalltick != t) {
@@ -57,6 +75,7 @@ static int retake(int64_t now)
 							    memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			n++;
+			atomic_fetch_add_explicit(&bb_stats_.handoffs, 1, memory_order_relaxed);
 			bb_handoffp(pp);
 		}
 	}

@@ -81,6 +81,7 @@ static ssize_t do_io(ioreq *r)
 	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
 	if (pd == NULL)
 		return r->call(r, false);
+	bb_preempt_point();
 	if (pd->user_nonblock)
 		return r->call(r, false); /* EAGAIN is the program's to see */
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)

@@ -3,7 +3,8 @@
  * glibc's pthread_barrier_t (32 bytes). pthread_barrier_init stays glibc's
  * (data only): it checks the count (0 or >= UINT_MAX/2: EINVAL) and leaves
  * zeroed counters, which are also bobbin's initial state. Process-shared
- * barriers (glibc's `shared` word nonzero) keep glibc's implementation.
+ * barriers (glibc's `shared` word nonzero) keep glibc's implementation, its
+ * waits inside entersyscall.
  *
  * A round is one CAS on a 64-bit word over glibc's `in` and
  * `current_round`: the low half counts the threads that have arrived in
@@ -23,7 +24,7 @@
  * a destroy while a round is unfinished waits for the round to complete, and
  * so does this one.
  */
-#include "shim.h"
+#include "mutex.h" /* BB_KERNEL_WAIT */
 
 #include <errno.h>
 
@@ -95,8 +96,10 @@ static int wait_round(bb_barrier *b)
 BB_EXPORT int pthread_barrier_wait(pthread_barrier_t *bar)
 {
 	bb_barrier *b = (bb_barrier *)bar;
-	if (!bb_on_g() || b->shared != 0)
+	if (!bb_on_g())
 		return REAL(pthread_barrier_wait)(bar);
+	if (b->shared != 0)
+		return BB_KERNEL_WAIT(REAL(pthread_barrier_wait)(bar));
 	return wait_round(b);
 }
 

@@ -100,6 +100,7 @@ BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
 		return REAL(pthread_mutex_lock)(mu);
 	if (kernel_mutex(mu))
 		return BB_KERNEL_WAIT(REAL(pthread_mutex_lock)(mu));
+	bb_preempt_point();
 	return lock_common((bb_mutex *)mu, 0, false);
 }
 

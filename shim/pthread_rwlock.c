@@ -37,7 +37,8 @@
  * writer that holds the lock asks for it again (glibc's __cur_writer test),
  * EBUSY from the try variants, EAGAIN on reader overflow, ETIMEDOUT; unlock
  * checks nothing and returns 0. Process-shared locks keep glibc's
- * implementation (the real functions), as does a caller that is not a G.
+ * implementation (the real functions; their waits inside entersyscall, so
+ * the P moves on), as does a caller that is not a G.
  */
 #include "mutex.h"
 
@@ -321,8 +322,10 @@ static int wrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *
 
 BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_rdlock)(rw);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_rdlock)(rw));
 	return rdlock(rw, CLOCK_REALTIME, NULL);
 }
 
@@ -336,23 +339,29 @@ BB_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_timedrdlock)(rw, abstime);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_timedrdlock)(rw, abstime));
 	return rdlock(rw, CLOCK_REALTIME, abstime);
 }
 
 BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_clockrdlock)(rw, clock, abstime);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_clockrdlock)(rw, clock, abstime));
 	return rdlock(rw, clock, abstime);
 }
 
 BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_wrlock)(rw);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_wrlock)(rw));
 	return wrlock(rw, CLOCK_REALTIME, NULL);
 }
 
@@ -367,16 +376,20 @@ BB_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_timedwrlock)(rw, abstime);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_timedwrlock)(rw, abstime));
 	return wrlock(rw, CLOCK_REALTIME, abstime);
 }
 
 BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_on_g())
 		return REAL(pthread_rwlock_clockwrlock)(rw, clock, abstime);
+	if (kernel_rwlock(rw))
+		return BB_KERNEL_WAIT(REAL(pthread_rwlock_clockwrlock)(rw, clock, abstime));
 	return wrlock(rw, clock, abstime);
 }
 

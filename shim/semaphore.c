@@ -15,7 +15,8 @@
  * sem_init stays glibc's (data only): it sets `private` to 0 for a
  * process-private semaphore and to FUTEX_SHARED (128) for pshared = 1;
  * sem_open's named semaphores are shared as well. Those keep glibc's
- * implementation (kernel futexes another process can wake), as does a
+ * implementation (kernel futexes another process can wake; waits inside
+ * entersyscall, so the P moves on), as does a
  * waiter that is not a G; a post from any thread uses ours, and falls back to
  * glibc's futex wake when it finds a waiter it could not unpark.
  *
@@ -50,6 +51,23 @@ static bool ours(sem_t *sem)
 {
 	return bb_on_g() && ((bb_sem *)sem)->private == 0;
 }
+
+/* glibc's wait for a semaphore that is not ours: inside entersyscall on a
+ * G (a shared semaphore's poster may be another process), errno kept */
+#define KERNEL_SEM_WAIT(expr)                 \
+	({                                    \
+		int r_, e_;                   \
+		if (bb_on_g()) {              \
+			bb_entersyscall();    \
+			r_ = (expr);          \
+			e_ = errno;           \
+			bb_exitsyscall();     \
+			errno = e_;           \
+		} else {                      \
+			r_ = (expr);          \
+		}                             \
+		r_;                           \
+	})
 
 /* take a token if there is one */
 static bool try_take(bb_sem *s)
@@ -107,7 +125,7 @@ static bool valid_nsec(const struct timespec *abstime)
 BB_EXPORT int sem_wait(sem_t *sem)
 {
 	if (!ours(sem))
-		return REAL(sem_wait)(sem);
+		return KERNEL_SEM_WAIT(REAL(sem_wait)(sem));
 	bb_sem *s = (bb_sem *)sem;
 	if (try_take(s))
 		return 0;
@@ -127,7 +145,7 @@ BB_EXPORT int sem_trywait(sem_t *sem)
 BB_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *abstime)
 {
 	if (!ours(sem))
-		return REAL(sem_timedwait)(sem, abstime);
+		return KERNEL_SEM_WAIT(REAL(sem_timedwait)(sem, abstime));
 	if (!valid_nsec(abstime)) {
 		errno = EINVAL;
 		return -1;
@@ -141,7 +159,7 @@ BB_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *abstime)
 BB_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime)
 {
 	if (!ours(sem))
-		return REAL(sem_clockwait)(sem, clock, abstime);
+		return KERNEL_SEM_WAIT(REAL(sem_clockwait)(sem, clock, abstime));
 	if ((clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) || !valid_nsec(abstime)) {
 		errno = EINVAL;
 		return -1;

@@ -1,0 +1,89 @@
+/*
+ * bb_asyncpreempt — where a G interrupted by the preemption signal resumes.
+ *
+ * The signal handler (runtime/preempt.c) found the G at a safe point and
+ * made it "call" here: below the interrupted rsp it skipped the 128-byte red
+ * zone and stored the interrupted rip, then set rip = bb_asyncpreempt.
+ * sigreturn has put every register back as it was, so this code saves them
+ * all — flags, the 15 general registers and the whole xsave state (x87,
+ * SSE, AVX, AVX-512: every component the kernel enabled) — calls into the
+ * scheduler, and when the G runs again restores them and returns to the
+ * interrupted instruction with `ret $128`, which also lifts rsp back over
+ * the red zone.
+ *
+ *   stack at entry (grows down)           after the saves
+ *   rsp0 = interrupted rsp
+ *   [rsp0-128 .. rsp0)   red zone, untouched
+ *   [rsp0-136]           interrupted rip   <- rsp at entry
+ *                                          rflags, rax..r15 (15 pushes)
+ *                                          <- rbx keeps this address
+ *                                          (aligned to 64) xsave area of
+ *                                          bb_xsave_size bytes <- rsp
+ */
+	.text
+	.globl	bb_asyncpreempt
+	.hidden	bb_asyncpreempt
+	.type	bb_asyncpreempt, @function
+	.p2align 4
+bb_asyncpreempt:
+	.cfi_startproc
+	.cfi_def_cfa_offset 8
+	pushfq
+	pushq	%rax
+	pushq	%rbx
+	pushq	%rcx
+	pushq	%rdx
+	pushq	%rsi
+	pushq	%rdi
+	pushq	%rbp
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	movq	%rsp, %rbx              /* the general registers live here */
+	movq	bb_xsave_size(%rip), %rcx
+	subq	%rcx, %rsp
+	andq	$-64, %rsp              /* xsave wants 64-byte alignment */
+	/* zero the xsave header (bytes 512..575): XRSTOR faults on garbage */
+	xorl	%eax, %eax
+	movq	%rax, 512(%rsp)
+	movq	%rax, 520(%rsp)
+	movq	%rax, 528(%rsp)
+	movq	%rax, 536(%rsp)
+	movq	%rax, 544(%rsp)
+	movq	%rax, 552(%rsp)
+	movq	%rax, 560(%rsp)
+	movq	%rax, 568(%rsp)
+	movl	$-1, %eax               /* every component enabled in XCR0 */
+	movl	$-1, %edx
+	xsave	(%rsp)
+	call	bb_asyncpreempt2        /* parks the G; returns when it runs again */
+	movl	$-1, %eax
+	movl	$-1, %edx
+	xrstor	(%rsp)
+	movq	%rbx, %rsp
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rbp
+	popq	%rdi
+	popq	%rsi
+	popq	%rdx
+	popq	%rcx
+	popq	%rbx
+	popq	%rax
+	popfq
+	ret	$128                    /* to the interrupted rip, over the red zone */
+	.cfi_endproc
+	.size	bb_asyncpreempt, .-bb_asyncpreempt
+
+	.section .note.GNU-stack,"",@progbits

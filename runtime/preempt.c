@@ -1,0 +1,178 @@
+/*
+ * preempt.c — asynchronous preemption (Go's since 1.14, DESIGN.md §3.7).
+ *
+ * sysmon asks a G that has run for a time slice (BOBBIN_TIMESLICE, 10 ms)
+ * to yield: it sets g->preempt, which every interposed call honours
+ * (cooperative), and sends the preemption signal (SIGURG) to the G's M for
+ * the G that makes no call. The handler runs on the M's alternate stack and
+ * accepts only a safe point: the G is the M's running G, holds no
+ * glibc-internal lock bobbin knows of, and was interrupted in the program's
+ * own code — not libc, ld.so, libbobbin, the vDSO, or a library named in
+ * BOBBIN_NOPREEMPT. There it makes the G "call" bb_asyncpreempt (asm/),
+ * which saves every register and the xsave state and yields; the G later
+ * resumes exactly where it was. At an unsafe point nothing happens and
+ * sysmon asks again on its next round.
+ *
+ * The handler is SA_RESTART and never touches errno; a program's own
+ * SIGURG handler turns the signal path off (cooperative preemption stays).
+ * BOBBIN_DEBUG=asyncpreemptoff=1 turns it off too.
+ */
+#include "runtime.h"
+
+#include <cpuid.h>
+#include <link.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+uint64_t bb_xsave_size;
+bool bb_async_preempt;
+int64_t bb_timeslice_ns = 10 * 1000 * 1000;
+bb_stats bb_stats_;
+
+void bb_asyncpreempt(void);
+
+#define MAX_RANGES 64
+static struct range {
+	uintptr_t lo, hi;
+} ranges[MAX_RANGES];
+static int nranges;
+
+static const char *nopreempt; /* BOBBIN_NOPREEMPT: comma-separated name parts */
+
+static bool excluded(const char *name)
+{
+	static const char *const never[] = {"/libc.so", "/ld-linux", "libbobbin", "linux-vdso",
+					     "/libgcc_s", NULL};
+	if (name[0] == '\0')
+		return false; /* the executable */
+	for (int i = 0; never[i]; i++)
+		if (strstr(name, never[i]))
+			return true;
+	if (nopreempt) {
+		const char *p = nopreempt;
+		while (*p) {
+			const char *e = strchr(p, ',');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+			if (n > 0) {
+				char part[256];
+				if (n >= sizeof part)
+					n = sizeof part - 1;
+				memcpy(part, p, n);
+				part[n] = '\0';
+				if (strstr(name, part))
+					return true;
+			}
+			p += n + (e != NULL);
+		}
+	}
+	return false;
+}
+
+static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (excluded(info->dlpi_name))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
+			ranges[nranges].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			nranges++;
+		}
+	}
+	return 0;
+}
+
+static bool safe_pc(uintptr_t pc)
+{
+	for (int i = 0; i < nranges; i++)
+		if (pc >= ranges[i].lo && pc < ranges[i].hi)
+			return true;
+	return false;
+}
+
+static void handler(int sig, siginfo_t *si, void *uctxv)
+{
+	if (bb_getgsbase() == 0)
+		return;
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	if (gp == NULL || !gp->preempt)
+		return;
+	ucontext_t *uc = uctxv;
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	/* room for the red zone, the saves and the scheduler's frames */
+	uintptr_t need = 128 + 8 + 17 * 8 + bb_xsave_size + 64 + 16 * 1024;
+	if (gp->libclocks > 0 || atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning ||
+	    !safe_pc(pc) || sp > gp->stack_hi || sp < gp->stack_lo + need) {
+		atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
+		return;
+	}
+	sp -= 128 + 8; /* skip the red zone; push the interrupted pc */
+	*(uint64_t *)sp = pc;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)bb_asyncpreempt;
+	atomic_fetch_add_explicit(&bb_stats_.preempt_async, 1, memory_order_relaxed);
+}
+
+/* called by bb_asyncpreempt on the G, every register saved */
+void bb_asyncpreempt2(void)
+{
+	bb_gopreempt();
+}
+
+void bb_preempt_init(void)
+{
+	const char *ts = getenv("BOBBIN_TIMESLICE");
+	if (ts && *ts) {
+		char *end;
+		long ms = strtol(ts, &end, 10);
+		if (*end == '\0' && ms >= 1 && ms <= 10000)
+			bb_timeslice_ns = ms * 1000000L;
+		else
+			bb_printf("bobbin: ignoring BOBBIN_TIMESLICE=%s (want milliseconds, 1..10000)\n", ts);
+	}
+	nopreempt = getenv("BOBBIN_NOPREEMPT");
+	const char *dbg = getenv("BOBBIN_DEBUG");
+	if (dbg && strstr(dbg, "asyncpreemptoff=1"))
+		return;
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))
+		return; /* no xsave: cooperative preemption only */
+	__cpuid_count(0xd, 0, a, b, c, d);
+	bb_xsave_size = b;
+	struct sigaction old;
+	if (sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
+		return; /* the program's own signal: leave it alone */
+	dl_iterate_phdr(add_ranges, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(SIGURG, &sa, NULL) == 0)
+		bb_async_preempt = true;
+}
+
+/* sysmon: ask the G running on pp to yield */
+void bb_preemptone(bb_p *pp)
+{
+	bb_m *mp = pp->m;
+	if (mp == NULL)
+		return;
+	bb_g *gp = mp->curg;
+	if (gp == NULL || atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
+		return;
+	gp->preempt = true;
+	atomic_fetch_add_explicit(&bb_stats_.preempt_requested, 1, memory_order_relaxed);
+	if (bb_async_preempt && mp->tid > 0) {
+		atomic_fetch_add_explicit(&bb_stats_.preempt_signals, 1, memory_order_relaxed);
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+	}
+}
