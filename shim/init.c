@@ -15,6 +15,30 @@
 
 extern char __libc_single_threaded;
 
+/* BOBBIN_STATS=1: a short table on stderr at exit */
+static void print_stats(void)
+{
+	bb_stats *st = &bb_stats_;
+	bb_printf("bobbin stats:\n"
+		  "  threads created        %lld\n"
+		  "  peak live threads      %d\n"
+		  "  OS threads (Ms) made   %d\n"
+		  "  preemptions requested  %llu\n"
+		  "  preempt signals sent   %llu\n"
+		  "  preempted at signal    %llu\n"
+		  "  refused (unsafe point) %llu\n"
+		  "  preempted at a call    %llu\n"
+		  "  Ps retaken (syscalls)  %llu\n",
+		  (long long)atomic_load(&bb_sched_.goidgen) - 1, atomic_load(&bb_sched_.nthreadsmax),
+		  atomic_load(&bb_sched_.mcount),
+		  (unsigned long long)atomic_load(&st->preempt_requested),
+		  (unsigned long long)atomic_load(&st->preempt_signals),
+		  (unsigned long long)atomic_load(&st->preempt_async),
+		  (unsigned long long)atomic_load(&st->preempt_refused),
+		  (unsigned long long)atomic_load(&st->preempt_coop),
+		  (unsigned long long)atomic_load(&st->handoffs));
+}
+
 __attribute__((constructor(102))) static void bobbin_init(void)
 {
 	const char *off = getenv("BOBBIN_DISABLE");
@@ -37,4 +61,7 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 		return;
 	}
 	bb_active = true;
+	const char *stats = getenv("BOBBIN_STATS");
+	if (stats && *stats && *stats != '0')
+		atexit(print_stats);
 }
