@@ -61,6 +61,7 @@ enum {
 	SIZEOF_PTHREAD = 2368,
 };
 
+_Atomic bool bb_tsd_used; /* some pthread_key was ever created */
 long bb_off_g_in_tcb = OFF_START_ROUTINE; /* struct pthread's start_routine:
 					     never read for a G, so it holds the G */
 
@@ -190,7 +191,8 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 			memcpy(blk, mods[i].image, mods[i].filesz);
 			memset(blk + mods[i].filesz, 0, mods[i].memsz - mods[i].filesz);
 		}
-		memset(t + OFF_SPECIFIC_1STBLOCK, 0, OFF_SPECIFIC - OFF_SPECIFIC_1STBLOCK);
+		if (bb_tsd_used) /* no key ever made: nothing to clear */
+			memset(t + OFF_SPECIFIC_1STBLOCK, 0, OFF_SPECIFIC - OFF_SPECIFIC_1STBLOCK);
 		*(int *)(t + OFF_CANCELHANDLING) = 0;
 	}
 	/* a tid no kernel thread can have: above pid_max's 2^22 limit, and
@@ -254,7 +256,7 @@ void bb_tcb_on_g_exit(bb_g *gp)
 	/* glibc's TSD second-level blocks (calloc'd by its setspecific on this
 	 * G); the first block is inside the TCB and is cleared on reuse */
 	void **specific = (void **)((char *)gp->tcb + OFF_SPECIFIC);
-	for (int i = 1; i < 32; i++) {
+	for (int i = 1; i < 32 && bb_tsd_used; i++) {
 		if (specific[i]) {
 			free(specific[i]);
 			specific[i] = NULL;

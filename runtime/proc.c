@@ -704,7 +704,12 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 			goto nomem;
 		}
 	}
-	gp->goid = (uint64_t)atomic_fetch_add_explicit(&bb_sched_.goidgen, 1, memory_order_relaxed) + 1;
+	if (pp->goidcache == pp->goidcacheend) {
+		pp->goidcache = (uint64_t)atomic_fetch_add_explicit(&bb_sched_.goidgen, BB_GOID_BATCH,
+								    memory_order_relaxed) + 1;
+		pp->goidcacheend = pp->goidcache + BB_GOID_BATCH;
+	}
+	gp->goid = pp->goidcache++;
 	gp->fn = fn;
 	gp->arg = arg;
 	gp->result = NULL;

@@ -32,6 +32,7 @@
 #endif
 
 #define BB_GFREE_LOCAL_MAX 64 /* dead Gs cached per P before spilling to sched */
+#define BB_GOID_BATCH 16
 #define BB_SLICE_INHERITS 61   /* runnext runs sharing one time slice */
 #define BB_GFREE_WARM_MAX 1024 /* globally cached Gs that keep their stack pages */
 
@@ -177,6 +178,7 @@ struct bb_p {
 
 	bb_g *gfree;              /* owner P: dead Gs with default-size stacks */
 	int32_t gfreecnt;
+	uint64_t goidcache, goidcacheend; /* owner P: a batch of goids (Go's goidcache) */
 
 	/* timers: the heap under timerslock; timer0when (earliest, 0 = none)
 	 * is read without the lock, stored with release under it */
@@ -224,10 +226,12 @@ typedef struct bb_sched {
 	bb_lock gflock;
 	bb_g *gfree;
 	int32_t ngfree;
-	/* counts */
-	_Atomic int64_t goidgen;
+	/* counts, on their own cache line: written by every create and exit,
+	 * while spinning Ms keep reading the fields above */
+	_Atomic int64_t goidgen __attribute__((aligned(64))); /* handed out in batches */
 	_Atomic int32_t nlive;      /* Gs that have not exited (the process ends at 0) */
 	_Atomic int32_t nthreadsmax;/* peak live Gs */
+	char pad_counts[48];
 	/* timer sleeper (timer.c): all seq_cst */
 	_Atomic uint64_t timergen;   /* bumped by every bb_addtimer */
 	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
@@ -356,7 +360,8 @@ void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
 void bb_tcb_adopt_main(bb_g *gp);
 int bb_g_tid(bb_g *gp);                   /* the tid glibc sees for this G */          /* G1 keeps the initial TCB */
 void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
-extern long bb_off_g_in_tcb;               /* where the G pointer is kept */
+extern long bb_off_g_in_tcb;
+extern _Atomic bool bb_tsd_used;          /* set by pthread_key_create */               /* where the G pointer is kept */
 
 /* ---- timer.c ---- */
 bool bb_addtimer(bb_timer *t);          /* on the current P; false: no memory */

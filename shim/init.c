@@ -20,7 +20,7 @@ static void print_stats(void)
 {
 	bb_stats *st = &bb_stats_;
 	bb_printf("bobbin stats:\n"
-		  "  threads created        %lld\n"
+		  "  thread ids handed out  %lld\n"
 		  "  peak live threads      %d\n"
 		  "  OS threads (Ms) made   %d\n"
 		  "  preemptions requested  %llu\n"

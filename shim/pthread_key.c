@@ -24,6 +24,7 @@ static _Atomic unsigned keys_hi; /* one past the highest key with a destructor *
 
 BB_EXPORT int pthread_key_create(pthread_key_t *key, void (*destr)(void *))
 {
+	atomic_store(&bb_tsd_used, true);
 	int err = REAL(pthread_key_create)(key, destr);
 	if (err == 0 && *key < KEYS_MAX) {
 		atomic_store_explicit(&destructors[*key], destr, memory_order_release);
