@@ -147,6 +147,7 @@ struct bb_g {
 	_Atomic uintptr_t waitticket; /* bumped per park: a late timer sees the wait is over */
 	_Atomic(void *) waitbucket;   /* the bucket of the current park */
 	bool timedout;       /* set by the timer under the bucket lock */
+	bool handoff;        /* woken by bb_sema_wake_handoff: under the bucket lock */
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
@@ -440,6 +441,7 @@ static inline void bb_preempt_point(void)
 int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint32_t reason,
 		 int64_t deadline, void (*after)(void *), void *after_arg);
 int bb_sema_wake(void *addr, int n); /* wake up to n waiters (n<0: all) */
+bool bb_sema_wake_handoff(void *addr); /* wake one, setting its g->handoff */
 bool bb_sema_has_waiters(void *addr);
 
 #endif

@@ -130,7 +130,7 @@ int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint3
 	return gp->timedout ? -1 : 1;
 }
 
-int bb_sema_wake(void *addr, int n)
+static int wake(void *addr, int n, bool handoff)
 {
 	bucket *b = bucket_of(addr);
 	bb_g *woken = NULL, **wtail = &woken;
@@ -140,6 +140,7 @@ int bb_sema_wake(void *addr, int n)
 		bb_g *next = gp->waitnext;
 		if (gp->waitaddr == addr) {
 			unlink_g(b, gp);
+			gp->handoff = handoff;
 			*wtail = gp;
 			wtail = &gp->schedlink;
 			gp->schedlink = NULL;
@@ -155,6 +156,18 @@ int bb_sema_wake(void *addr, int n)
 		woken = next;
 	}
 	return count;
+}
+
+int bb_sema_wake(void *addr, int n)
+{
+	return wake(addr, n, false);
+}
+
+/* wake the first waiter and tell it that what it waited for is now its own
+ * (a starving mutex waiter gets the lock handed over) */
+bool bb_sema_wake_handoff(void *addr)
+{
+	return wake(addr, 1, true) == 1;
 }
 
 bool bb_sema_has_waiters(void *addr)

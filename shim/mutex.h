@@ -15,7 +15,8 @@ typedef struct bb_mutex {
 	_Atomic int owner;  /* tid of the holder (as glibc's): written by it */
 	unsigned nusers;    /* holders: destroy of a held mutex is EBUSY */
 	_Atomic int kind;   /* PTHREAD_MUTEX_* | flags; -1 after destroy */
-	short spins, elision;
+	_Atomic short starving; /* glibc's __spins: 1 = hand the lock to the first waiter */
+	short elision;
 	void *list[2];
 } bb_mutex;
 _Static_assert(sizeof(bb_mutex) == sizeof(pthread_mutex_t), "mutex overlay");

@@ -19,6 +19,11 @@ static bool still_contended(void *addr, void *arg)
 	return atomic_load_explicit((_Atomic int *)addr, memory_order_relaxed) == 2;
 }
 
+/* A waiter that has waited this long makes the mutex "starving": from then
+ * on an unlock hands the lock straight to the first waiter instead of
+ * letting a newcomer barge in (Go's sync.Mutex starvation mode). */
+#define STARVE_NS (1000 * 1000)
+
 /* take the lock word; 0 or ETIMEDOUT */
 int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 {
@@ -27,7 +32,7 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 						    memory_order_relaxed))
 		return 0;
 	/* the holder is likely running on another P: spin a little first */
-	if (bb_gomaxprocs > 1) {
+	if (bb_gomaxprocs > 1 && !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
 		for (int i = 0; i < 64; i++) {
 			__builtin_ia32_pause();
 			c = 0;
@@ -37,13 +42,27 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 				return 0;
 		}
 	}
+	int64_t start = 0;
+	bb_g *gp = bb_getg();
 	for (;;) {
 		/* acquire: pairs with the release exchange in unlock */
 		if (atomic_exchange_explicit(&m->lock, 2, memory_order_acquire) == 0)
 			return 0;
-		if (bb_sema_park(&m->lock, still_contended, NULL, waitReasonMutex, deadline, NULL,
-				 NULL) < 0)
+		if (start == 0)
+			start = bb_nanotime();
+		int r = bb_sema_park(&m->lock, still_contended, NULL, waitReasonMutex, deadline, NULL,
+				     NULL);
+		if (r > 0 && gp->handoff) {
+			/* handed over by unlock: the word is still 2 and ours */
+			gp->handoff = false;
+			if (bb_nanotime() - start < STARVE_NS || !bb_sema_has_waiters(&m->lock))
+				atomic_store_explicit(&m->starving, 0, memory_order_relaxed);
+			return 0;
+		}
+		if (r < 0)
 			return ETIMEDOUT;
+		if (bb_nanotime() - start >= STARVE_NS)
+			atomic_store_explicit(&m->starving, 1, memory_order_relaxed);
 	}
 }
 
@@ -52,6 +71,10 @@ void bb_mutex_release(void *mv)
 	bb_mutex *m = mv;
 	atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
 	m->nusers--;
+	/* starving: the first waiter gets the lock as it is (still held) */
+	if (atomic_load_explicit(&m->starving, memory_order_relaxed) &&
+	    bb_sema_wake_handoff(&m->lock))
+		return;
 	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
 		bb_sema_wake(&m->lock, 1);
 }
