@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -116,40 +117,203 @@ void bb_netpoll_break(void)
 	bb_sys(SYS_write, bb_breakfd, &one, sizeof one);
 }
 
-/* ---- waiting ---- */
+/* ---- waiting ----
+ *
+ * A wait is a session of one G over one or more (fd, direction) nodes: a
+ * read or write waits on one node, the program's poll/select/epoll_wait on
+ * one node per fd. Nodes live on the waiting G's stack (or a buffer it owns)
+ * and are linked into the pd's list under pd->lock. Whoever wakes the G —
+ * an event, a close, the timer — must win a CAS on g->pollticket (the
+ * session's ticket), so the G is readied exactly once; the G unlinks its
+ * remaining nodes itself before it returns. A waker copies what it needs out
+ * of a node while it holds pd->lock, since the node's memory is the G's.
+ */
 
-typedef struct waitctx {
-	bb_pd *pd;
-	bool timed;
-} waitctx;
+/* g->pollticket = ticket << 2 | CLAIMED | PARKED. A waker (event, close,
+ * timer) sets CLAIMED once per session; whoever sets it readies the G if it
+ * has PARKED, and otherwise the G sees CLAIMED before it parks and does not. */
+#define PT_CLAIMED 1u
+#define PT_PARKED 2u
+#define PT_TIMEDOUT 4u /* with CLAIMED: the timer won */
+#define PT_SHIFT 3
 
-static bool unlock_pd(bb_g *gp, void *arg)
+/* 1: won and the G is parked (ready it); 0: lost or not parked yet (the G
+ * will notice); the winner also accounts the waiter count */
+static int claim_bits(bb_g *gp, uintptr_t ticket, uintptr_t bits)
 {
-	waitctx *wc = arg;
-	if (wc->timed)
-		bb_addtimer(&gp->timer);
-	bb_lock_release(&wc->pd->lock);
-	return true;
+	uintptr_t w = atomic_load(&gp->pollticket);
+	for (;;) {
+		if ((w >> PT_SHIFT) != ticket || (w & PT_CLAIMED))
+			return 0;
+		if (atomic_compare_exchange_weak(&gp->pollticket, &w, w | PT_CLAIMED | bits))
+			break;
+	}
+	atomic_fetch_sub(&bb_netpoll_waiters, 1);
+	return (w & PT_PARKED) ? 1 : 0;
 }
 
-static void pd_timeout(void *arg, uintptr_t seq)
+static int claim(bb_g *gp, uintptr_t ticket)
 {
-	bb_pd *pd = arg;
-	bb_g *gp = NULL;
-	bb_lock_acquire(&pd->lock);
-	for (int mode = 0; mode < 2; mode++) {
-		bb_g *w = pd->waiter[mode];
-		if (w && atomic_load_explicit(&w->waitticket, memory_order_relaxed) == seq) {
-			pd->waiter[mode] = NULL;
-			w->timedout = true;
-			gp = w;
+	return claim_bits(gp, ticket, 0);
+}
+
+static void node_link(bb_pd *pd, bb_pollnode *n, int mode)
+{
+	n->mode = mode;
+	n->pd = pd;
+	n->prev = NULL;
+	n->next = pd->waiters[mode];
+	if (n->next)
+		n->next->prev = n;
+	pd->waiters[mode] = n;
+	n->linked = true;
+}
+
+static void node_unlink(bb_pollnode *n)
+{
+	bb_pd *pd = n->pd;
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		pd->waiters[n->mode] = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->linked = false;
+}
+
+/* Pop every node of pd/mode and collect the parked Gs this caller wins,
+ * linked by schedlink onto *list. pd->lock held. Returns how many. */
+static int fire(bb_pd *pd, int mode, bb_g **list)
+{
+	int n = 0;
+	while (pd->waiters[mode]) {
+		bb_pollnode *nd = pd->waiters[mode];
+		bb_g *gp = nd->g;
+		uintptr_t ticket = nd->ticket;
+		node_unlink(nd);
+		if (claim(gp, ticket)) {
+			gp->schedlink = *list;
+			*list = gp;
+			n++;
 		}
 	}
-	bb_lock_release(&pd->lock);
-	if (gp) {
-		atomic_fetch_sub(&bb_netpoll_waiters, 1);
+	return n;
+}
+
+static void poll_timeout(void *arg, uintptr_t seq)
+{
+	bb_g *gp = arg;
+	if (claim_bits(gp, seq, PT_TIMEDOUT))
 		bb_goready(gp);
+}
+
+/* Register fd in the epoll set if it is not yet. pd->lock held.
+ * 0, EBADF, or EPERM (a file epoll cannot watch: always ready). */
+static int ensure_registered(bb_pd *pd)
+{
+	if (pd->registered)
+		return 0;
+	struct epoll_event e = {
+		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
+		.data.u64 = (uint64_t)(uint32_t)pd->fd | (uint64_t)pd->seq << 32,
+	};
+	long r = bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_ADD, pd->fd, (long)&e, 0, 0);
+	if (r == -EEXIST)
+		r = bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_MOD, pd->fd, (long)&e, 0, 0);
+	if (r < 0)
+		return r == -EBADF ? EBADF : EPERM;
+	pd->registered = true;
+	return 0;
+}
+
+static bool park_unless_claimed(bb_g *gp, void *arg)
+{
+	uintptr_t ticket = (uintptr_t)arg;
+	bool timed = gp->timer.fn == poll_timeout && gp->timer.seq == ticket;
+	if (timed)
+		bb_addtimer(&gp->timer);
+	uintptr_t w = ticket << PT_SHIFT;
+	/* seq_cst: pairs with claim's CAS */
+	if (atomic_compare_exchange_strong(&gp->pollticket, &w, w | PT_PARKED))
+		return true;
+	return false; /* a waker came first: run on */
+}
+
+/* Park the current G until one of the nodes' fds may be ready for its
+ * direction, the deadline passes, or one is closed. Returns 0, ETIMEDOUT. */
+static int session_wait(bb_pollnode *nodes, int n, int64_t deadline)
+{
+	bb_g *gp = bb_getg();
+	uintptr_t ticket = atomic_load_explicit(&gp->waitticket, memory_order_relaxed) + 1;
+	atomic_store_explicit(&gp->waitticket, ticket, memory_order_relaxed);
+	gp->timer.fn = NULL;
+	atomic_store(&gp->pollticket, ticket << PT_SHIFT);
+	atomic_fetch_add(&bb_netpoll_waiters, 1);
+	/* link every node while we still run: a waker only flips bits in
+	 * pollticket and never readies a G that has not parked */
+	for (int i = 0; i < n; i++) {
+		bb_pollnode *nd = &nodes[i];
+		nd->g = gp;
+		nd->ticket = ticket;
+		nd->linked = false;
+		bb_pd *pd = nd->pd;
+		bb_lock_acquire(&pd->lock);
+		if (pd->seq != nd->seq || pd->ready[nd->mode]) {
+			/* closed meanwhile, or an edge came before we were linked */
+			pd->ready[nd->mode] = false;
+			bb_lock_release(&pd->lock);
+			claim(gp, ticket);
+			break;
+		}
+		node_link(pd, nd, nd->mode);
+		bb_lock_release(&pd->lock);
 	}
+	if (deadline != 0) {
+		gp->timer.when = deadline;
+		gp->timer.fn = poll_timeout;
+		gp->timer.arg = gp;
+		gp->timer.seq = ticket;
+	}
+	bool claimed = atomic_load(&gp->pollticket) & PT_CLAIMED;
+	if (!claimed)
+		bb_gopark(park_unless_claimed, (void *)ticket, waitReasonIO);
+	if (deadline != 0)
+		bb_deltimer(&gp->timer);
+	/* nobody claimed us (only possible if we never parked)? close the session */
+	claim(gp, ticket);
+	for (int i = 0; i < n; i++) {
+		bb_pollnode *nd = &nodes[i];
+		if (nd->pd == NULL || nd->g != gp)
+			continue;
+		bb_lock_acquire(&nd->pd->lock);
+		if (nd->linked)
+			node_unlink(nd);
+		bb_lock_release(&nd->pd->lock);
+	}
+	return (atomic_load(&gp->pollticket) & PT_TIMEDOUT) ? ETIMEDOUT : 0;
+}
+
+/* prepare a node for fd/mode: 0, EBADF, EPERM (never waits: always ready),
+ * or EAGAIN (the ready latch was set: consumed, go retry) */
+static int node_prepare(bb_pollnode *nd, int fd, int mode)
+{
+	nd->pd = NULL;
+	bb_pd *pd = bb_pd_get(fd);
+	if (pd == NULL)
+		return EBADF;
+	bb_lock_acquire(&pd->lock);
+	int err = ensure_registered(pd);
+	if (err == 0 && pd->ready[mode]) {
+		pd->ready[mode] = false;
+		err = EAGAIN;
+	}
+	if (err == 0) {
+		nd->pd = pd;
+		nd->seq = pd->seq;
+		nd->mode = mode;
+	}
+	bb_lock_release(&pd->lock);
+	return err;
 }
 
 /* Wait until fd may be ready for mode (0 read, 1 write). Returns 0 (retry
@@ -159,58 +323,67 @@ int bb_netpoll_wait(int fd, int mode, int64_t deadline)
 {
 	if (netpoll_init() != 0)
 		return EPERM;
-	bb_pd *pd = bb_pd_get(fd);
-	if (pd == NULL)
-		return EBADF;
-	bb_g *gp = bb_getg();
-	bb_lock_acquire(&pd->lock);
-	if (!pd->registered) {
-		struct epoll_event e = {
-			.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-			.data.u64 = (uint64_t)(uint32_t)fd | (uint64_t)pd->seq << 32,
-		};
-		long r = bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_ADD, fd, (long)&e, 0, 0);
-		if (r == -EEXIST)
-			r = bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_MOD, fd, (long)&e, 0, 0);
-		if (r < 0) {
-			bb_lock_release(&pd->lock);
-			return r == -EBADF ? EBADF : EPERM;
-		}
-		pd->registered = true;
-	}
-	if (pd->ready[mode]) {
-		pd->ready[mode] = false;
-		bb_lock_release(&pd->lock);
+	if (deadline != 0 && deadline <= bb_nanotime())
+		return ETIMEDOUT;
+	bb_pollnode nd;
+	int err = node_prepare(&nd, fd, mode);
+	if (err == EAGAIN)
 		return 0;
-	}
-	if (deadline != 0 && deadline <= bb_nanotime()) {
-		bb_lock_release(&pd->lock);
-		return ETIMEDOUT;
-	}
-	if (pd->waiter[mode] != NULL)
-		bb_throw("netpoll: two Gs wait to %s fd %d", mode ? "write" : "read", fd);
-	uint32_t seq = pd->seq;
-	pd->waiter[mode] = gp;
-	gp->timedout = false;
-	uintptr_t ticket = atomic_load_explicit(&gp->waitticket, memory_order_relaxed) + 1;
-	atomic_store_explicit(&gp->waitticket, ticket, memory_order_relaxed);
-	if (deadline != 0) {
-		gp->timer.when = deadline;
-		gp->timer.fn = pd_timeout;
-		gp->timer.arg = pd;
-		gp->timer.seq = ticket;
-	}
-	atomic_fetch_add(&bb_netpoll_waiters, 1);
-	waitctx wc = {pd, deadline != 0};
-	bb_gopark(unlock_pd, &wc, waitReasonIO);
-	if (deadline != 0)
-		bb_deltimer(&gp->timer);
-	if (gp->timedout)
-		return ETIMEDOUT;
+	if (err)
+		return err;
+	uint32_t seq = nd.seq;
+	bb_pd *pd = nd.pd;
+	err = session_wait(&nd, 1, deadline);
+	if (err)
+		return err;
 	bb_lock_acquire(&pd->lock);
 	bool closed = pd->seq != seq;
 	bb_lock_release(&pd->lock);
 	return closed ? EBADF : 0;
+}
+
+/* The program's poll: wait until any of fds may be ready for what it asks
+ * (POLLIN/POLLPRI/POLLRDHUP → read, POLLOUT → write) or the deadline passes.
+ * The caller then asks the kernel with a zero timeout. Returns 0 or
+ * ETIMEDOUT (EPERM: a file that cannot be watched, i.e. is always ready). */
+int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t deadline)
+{
+	if (netpoll_init() != 0)
+		return EPERM;
+	if (deadline != 0 && deadline <= bb_nanotime())
+		return ETIMEDOUT;
+	bb_pollnode stackn[16];
+	bb_pollnode *nodes = n * 2 <= 16 ? stackn : calloc((size_t)n * 2, sizeof *nodes);
+	if (nodes == NULL)
+		return EPERM;
+	int k = 0, err = 0;
+	for (int i = 0; i < n && err == 0; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (events[i] & (POLLIN | POLLPRI | POLLRDHUP)) {
+			err = node_prepare(&nodes[k], fds[i], 0);
+			if (err == 0)
+				k++;
+		}
+		if (err == 0 && (events[i] & POLLOUT)) {
+			err = node_prepare(&nodes[k], fds[i], 1);
+			if (err == 0)
+				k++;
+		}
+		if (err == 0 && !(events[i] & (POLLIN | POLLPRI | POLLRDHUP | POLLOUT))) {
+			/* only errors/hang-ups asked for: they come as read edges */
+			err = node_prepare(&nodes[k], fds[i], 0);
+			if (err == 0)
+				k++;
+		}
+	}
+	if (err == EAGAIN || err == EBADF)
+		err = 0; /* something to report at once: let the kernel say what */
+	else if (err == 0)
+		err = session_wait(nodes, k, deadline);
+	if (nodes != stackn)
+		free(nodes);
+	return err;
 }
 
 /* fd is being closed (or replaced by dup2): wake its waiters, forget its
@@ -220,23 +393,22 @@ void bb_netpoll_close(int fd)
 	bb_pd *pd = bb_pd_peek(fd);
 	if (pd == NULL)
 		return;
-	bb_g *w[2];
+	bb_g *list = NULL;
 	bb_lock_acquire(&pd->lock);
 	if (pd->registered && bb_netpoll_inited())
 		bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_DEL, fd, 0, 0, 0);
 	pd->registered = false;
 	pd->seq++;
 	pd->ready[0] = pd->ready[1] = false;
-	w[0] = pd->waiter[0];
-	w[1] = pd->waiter[1];
-	pd->waiter[0] = pd->waiter[1] = NULL;
+	fire(pd, 0, &list);
+	fire(pd, 1, &list);
 	pd->known = false; /* the number may be reused for another kind of file */
 	bb_lock_release(&pd->lock);
-	for (int i = 0; i < 2; i++) {
-		if (w[i]) {
-			atomic_fetch_sub(&bb_netpoll_waiters, 1);
-			bb_goready(w[i]);
-		}
+	while (list) {
+		bb_g *gp = list;
+		list = gp->schedlink;
+		gp->schedlink = NULL;
+		bb_goready(gp);
 	}
 }
 
@@ -277,7 +449,7 @@ bb_g *bb_netpoll(int64_t delay, int *count)
 		if (pd == NULL)
 			continue;
 		uint32_t ev = evs[i].events;
-		bool rd = ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+		bool rd = ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
 		bool wr = ev & (EPOLLOUT | EPOLLHUP | EPOLLERR);
 		bb_lock_acquire(&pd->lock);
 		if (pd->seq != seq) { /* an event of a file since closed */
@@ -287,20 +459,13 @@ bb_g *bb_netpoll(int64_t delay, int *count)
 		for (int mode = 0; mode < 2; mode++) {
 			if (!(mode ? wr : rd))
 				continue;
-			bb_g *w = pd->waiter[mode];
-			if (w) {
-				pd->waiter[mode] = NULL;
-				w->schedlink = list;
-				list = w;
-				(*count)++;
-			} else {
+			if (pd->waiters[mode])
+				*count += fire(pd, mode, &list);
+			else
 				pd->ready[mode] = true;
-			}
 		}
 		bb_lock_release(&pd->lock);
 	}
-	if (*count)
-		atomic_fetch_sub(&bb_netpoll_waiters, *count);
 	return list;
 }
 

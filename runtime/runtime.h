@@ -148,6 +148,7 @@ struct bb_g {
 	_Atomic(void *) waitbucket;   /* the bucket of the current park */
 	bool timedout;       /* set by the timer under the bucket lock */
 	bool handoff;        /* woken by bb_sema_wake_handoff: under the bucket lock */
+	_Atomic uintptr_t pollticket; /* the netpoll wait session: CAS to 0 by its waker */
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
@@ -374,14 +375,27 @@ void bb_timer_kick(void);
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- netpoll.c ---- */
+typedef struct bb_pd bb_pd;
+/* one (fd, direction) of a G's wait (netpoll.c); owned by the waiting G,
+ * linked into pd->waiters under pd->lock */
+typedef struct bb_pollnode {
+	bb_g *g;
+	uintptr_t ticket;     /* the G's wait session */
+	bb_pd *pd;
+	uint32_t seq;         /* pd->seq when prepared: a close changes it */
+	int mode;
+	bool linked;
+	struct bb_pollnode *next, *prev;
+} bb_pollnode;
+
 /* per-fd state: the poller's part (pd->lock) and the shim's view of the fd */
-typedef struct bb_pd {
+struct bb_pd {
 	bb_lock lock;
 	int fd;
 	uint32_t seq;        /* bumped on close: events of the old file are dropped */
 	bool registered;     /* in the epoll set */
 	bool ready[2];       /* edge seen with no waiter: read, write */
-	bb_g *waiter[2];     /* G parked for read, write */
+	bb_pollnode *waiters[2]; /* Gs waiting to read, to write */
 	/* the program's view (shim/fd.c), written by the G using the fd */
 	bool known;          /* kind and flags below are valid */
 	uint8_t kind;        /* BB_FD_* */
@@ -390,7 +404,7 @@ typedef struct bb_pd {
 	bool forced_nb;      /* bobbin set O_NONBLOCK (a socket made in this process);
 				the program still sees user_nonblock */
 	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
-} bb_pd;
+};
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
 extern int bb_epfd, bb_breakfd;
 extern _Atomic int32_t bb_netpoll_waiters;
@@ -399,6 +413,7 @@ bool bb_netpoll_inited(void);
 bb_pd *bb_pd_get(int fd);
 bb_pd *bb_pd_peek(int fd);
 int bb_netpoll_wait(int fd, int mode, int64_t deadline);
+int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t deadline);
 void bb_netpoll_close(int fd);
 void bb_netpoll_break(void);
 bb_g *bb_netpoll(int64_t delay, int *count);
