@@ -113,7 +113,7 @@ static void *producer(void *arg)
 {
     (void)arg;
     for (long i = 1; i <= PER_PRODUCER; i++) {
-        if (i % 3 == 0) {
+        if (i % 64 == 0) {
             struct timespec far = after(CLOCK_REALTIME, 30000 * MS);
             while (sem_timedwait(&free_slots, &far) != 0)
                 atomic_fetch_add(&bad, 1);
@@ -136,7 +136,7 @@ static void *consumer(void *arg)
 {
     long n = (long)arg; /* how many items this consumer takes */
     for (long k = 0; k < n; k++) {
-        if (k % 5 == 0) {
+        if (k % 64 == 0) {
             struct timespec far = after(CLOCK_MONOTONIC, 30000 * MS);
             while (sem_clockwait(&filled, CLOCK_MONOTONIC, &far) != 0)
                 atomic_fetch_add(&bad, 1);
