@@ -20,8 +20,10 @@
 #include "runtime.h"
 
 #include <cpuid.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -42,6 +44,10 @@ static struct range {
 static int nranges;
 
 static const char *nopreempt; /* BOBBIN_NOPREEMPT: comma-separated name parts */
+
+/* libbobbin's own code: an M interrupted there may be using its P */
+static struct range self_ranges[8];
+static int nself;
 
 static bool excluded(const char *name)
 {
@@ -74,6 +80,16 @@ static bool excluded(const char *name)
 
 static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
+	if (info->dlpi_addr == (uintptr_t)data) {
+		for (int i = 0; i < info->dlpi_phnum && nself < 8; i++) {
+			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+			if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+				self_ranges[nself].lo = info->dlpi_addr + ph->p_vaddr;
+				self_ranges[nself].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+				nself++;
+			}
+		}
+	}
 	if (excluded(info->dlpi_name))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
@@ -95,15 +111,49 @@ static bool safe_pc(uintptr_t pc)
 	return false;
 }
 
+static bool in_bobbin(uintptr_t pc)
+{
+	for (int i = 0; i < nself; i++)
+		if (pc >= self_ranges[i].lo && pc < self_ranges[i].hi)
+			return true;
+	return nself == 0; /* unknown: assume the worst */
+}
+
+/* A stuck M (blocked in the kernel in code bobbin cannot see, e.g. glibc's
+ * own write inside fwrite) gives up its P from its own thread: the handler
+ * runs on that M, so nothing else of the M can be using the P meanwhile.
+ * It performs entersyscall for the G; sysmon then hands the P on; the next
+ * interposed call of the G does exitsyscall (bb_on_g). */
+static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc)
+{
+	mp->detach_req = false;
+	bb_p *pp = mp->p;
+	if (pp == NULL || in_bobbin(pc) ||
+	    atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
+		return;
+	bb_casgstatus(gp, Grunning, Gsyscall);
+	pp->syscalltick++;
+	mp->oldp = pp;
+	mp->p = NULL;
+	pp->m = NULL;
+	atomic_store_explicit(&pp->status, Psyscall, memory_order_release);
+	mp->detached = true;
+	atomic_fetch_add_explicit(&bb_stats_.stuck_detached, 1, memory_order_relaxed);
+}
+
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
 	if (bb_getgsbase() == 0)
 		return;
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
+	ucontext_t *uc = uctxv;
+	if (gp != NULL && mp->detach_req) {
+		detach_p(mp, gp, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+		return;
+	}
 	if (gp == NULL || !gp->preempt)
 		return;
-	ucontext_t *uc = uctxv;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	/* room for the red zone, the saves and the scheduler's frames */
@@ -150,7 +200,11 @@ void bb_preempt_init(void)
 	if (sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
 	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 		return; /* the program's own signal: leave it alone */
-	dl_iterate_phdr(add_ranges, NULL);
+	Dl_info self;
+	void *base = NULL;
+	if (dladdr((void *)bb_preempt_init, &self))
+		base = self.dli_fbase;
+	dl_iterate_phdr(add_ranges, base);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;
@@ -175,4 +229,31 @@ void bb_preemptone(bb_p *pp)
 		atomic_fetch_add_explicit(&bb_stats_.preempt_signals, 1, memory_order_relaxed);
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 	}
+}
+
+/* sysmon: the G on pp has ignored preemption for a whole slice more. If its
+ * thread sleeps in the kernel, ask that M to give up the P (see detach_p). */
+void bb_check_stuck(bb_p *pp)
+{
+	bb_m *mp = pp->m;
+	if (mp == NULL || mp->tid <= 0 || !bb_async_preempt)
+		return;
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", mp->tid);
+	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
+	if (fd < 0)
+		return;
+	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
+	bb_sys(SYS_close, fd, 0, 0);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	char *paren = strrchr(buf, ')'); /* the name may hold spaces */
+	if (paren == NULL || paren[1] != ' ')
+		return;
+	char state = paren[2];
+	if (state != 'S' && state != 'D')
+		return;
+	mp->detach_req = true;
+	bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 }

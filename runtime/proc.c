@@ -644,6 +644,11 @@ static void goexit0(bb_g *gp)
 void bb_goexit(void *result)
 {
 	bb_m *mp = bb_getm();
+	if (mp->detached) { /* its P was taken while it was stuck: preempt.c */
+		mp->detached = false;
+		bb_exitsyscall();
+		mp = bb_getm();
+	}
 	bb_g *gp = mp->curg;
 	gp->result = result;
 	if (bb_g_exit_hook)

@@ -207,6 +207,8 @@ struct bb_m {
 	uint32_t fastrand[2];
 	void *altstack;           /* sigaltstack for overflow reports */
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
+	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
+	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	void *waitarg;
 };
 
@@ -427,6 +429,7 @@ typedef struct bb_stats {
 	_Atomic uint64_t preempt_refused;   /* the handler found an unsafe one */
 	_Atomic uint64_t preempt_coop;      /* yielded at an interposed call */
 	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
+	_Atomic uint64_t stuck_detached;    /* Ps taken from Ms stuck in unseen calls */
 } bb_stats;
 extern bb_stats bb_stats_;
 extern bool bb_async_preempt;
@@ -434,6 +437,7 @@ extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;
 void bb_preempt_init(void);
 void bb_preemptone(bb_p *pp);
+void bb_check_stuck(bb_p *pp);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 /* an interposed call honours a pending preemption request */

@@ -23,6 +23,7 @@ typedef struct pstate {
 	int64_t syscallwhen;
 	uint32_t switchtick;
 	int64_t switchwhen;
+	int64_t firstask;   /* when preemption was first asked for this slice */
 } pstate;
 
 static pstate *pd;
@@ -45,7 +46,12 @@ static int retake(int64_t now)
 			if (pd[i].switchtick != t) {
 				pd[i].switchtick = t;
 				pd[i].switchwhen = now;
+				pd[i].firstask = 0;
 			} else if (pd[i].switchwhen + bb_timeslice_ns <= now) {
+				if (pd[i].firstask == 0)
+					pd[i].firstask = now;
+				else if (pd[i].firstask + bb_timeslice_ns <= now)
+					bb_check_stuck(pp); /* asked for a slice in vain */
 				bb_preemptone(pp);
 				/* not yet switched (an unsafe point)? ask again in 1 ms,
 				 * and keep sysmon awake meanwhile */

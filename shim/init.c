@@ -28,7 +28,8 @@ static void print_stats(void)
 		  "  preempted at signal    %llu\n"
 		  "  refused (unsafe point) %llu\n"
 		  "  preempted at a call    %llu\n"
-		  "  Ps retaken (syscalls)  %llu\n",
+		  "  Ps retaken (syscalls)  %llu\n"
+		  "  Ps taken from stuck Ms %llu\n",
 		  (long long)atomic_load(&bb_sched_.goidgen) - 1, atomic_load(&bb_sched_.nthreadsmax),
 		  atomic_load(&bb_sched_.mcount),
 		  (unsigned long long)atomic_load(&st->preempt_requested),
@@ -36,7 +37,8 @@ static void print_stats(void)
 		  (unsigned long long)atomic_load(&st->preempt_async),
 		  (unsigned long long)atomic_load(&st->preempt_refused),
 		  (unsigned long long)atomic_load(&st->preempt_coop),
-		  (unsigned long long)atomic_load(&st->handoffs));
+		  (unsigned long long)atomic_load(&st->handoffs),
+		  (unsigned long long)atomic_load(&st->stuck_detached));
 }
 
 __attribute__((constructor(102))) static void bobbin_init(void)

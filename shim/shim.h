@@ -96,7 +96,18 @@ int bb_real_init(void);
  * did not make, and bobbin did not step aside) */
 static inline bool bb_on_g(void)
 {
-	return bb_active && bb_getgsbase() != 0 && bb_getm()->curg != NULL;
+	if (!bb_active || bb_getgsbase() == 0)
+		return false;
+	bb_m *mp = bb_getm();
+	if (mp->curg == NULL)
+		return false;
+	if (__builtin_expect(mp->detached, 0)) {
+		/* the P was taken while this M was stuck in the kernel: get one
+		 * back before touching the scheduler (preempt.c, detach_p) */
+		mp->detached = false;
+		bb_exitsyscall();
+	}
+	return true;
 }
 
 /* the G behind a pthread_t, or NULL if it is not one of ours */
