@@ -144,6 +144,8 @@ void bb_startm(bb_p *pp, bool spinning)
 	}
 	bb_m *nmp = mget();
 	bb_lock_release(&bb_sched_.lock);
+	if (nmp == NULL && bb_timer_sleeper_take(pp, spinning))
+		return;
 	if (nmp == NULL) {
 		int saved = errno;
 		int err = bb_newm(pp, spinning);
@@ -342,7 +344,12 @@ top:;
 		}
 	}
 	bb_g *list;
-	if (bb_timer_sleep(&list)) {
+	int slept = bb_timer_sleep(&list);
+	if (slept == BB_SLEEP_GOTP) {
+		bb_injectglist(list); /* mp->spinning was set, and counted, by startm */
+		goto top;
+	}
+	if (slept == BB_SLEEP_WOKE) {
 		/* a deadline passed, an earlier timer came, or the poller readied
 		 * Gs: find a P for them */
 		bb_lock_acquire(&bb_sched_.lock);

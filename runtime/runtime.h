@@ -200,6 +200,7 @@ struct bb_m {
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
 	bb_note park;             /* idle Ms sleep here */
 	bb_p *oldp;               /* the P left in Psyscall by entersyscall */
+	_Atomic(bb_p *) handp;    /* a P handed to this M while it was the timer sleeper */
 	bb_m *schedlink;          /* idle list: sched.lock */
 	void *tcb;                /* the OS thread's own struct pthread */
 	uintptr_t g0sp;           /* top of g0's stack: mcall starts here */
@@ -372,7 +373,9 @@ bool bb_addtimer(bb_timer *t);          /* on the current P; false: no memory */
 bool bb_deltimer(bb_timer *t);          /* true if disarmed before it fired */
 int bb_runtimers(bb_p *pp, int64_t now);
 int64_t bb_nexttimer(void);
-bool bb_timer_sleep(bb_g **list);
+enum { BB_SLEEP_NONE, BB_SLEEP_WOKE, BB_SLEEP_GOTP };
+int bb_timer_sleep(bb_g **list);
+bool bb_timer_sleeper_take(bb_p *pp, bool spinning);
 void bb_timer_kick(void);
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 

@@ -177,11 +177,12 @@ int64_t bb_nexttimer(void)
 
 /* Called by an M with no P and no work. If timers are pending, or Gs wait
  * on the network poller, and no other M is the sleeper, block until the
- * earliest timer (in epoll_wait once the poller exists, else on a futex) and
- * return true: the caller then looks for a P, runs the timers and the Gs in
- * *list (made ready by the poller, not yet on a run queue). Returns false
- * if this M should just stop. */
-bool bb_timer_sleep(bb_g **list)
+ * earliest timer (in epoll_wait once the poller exists, else on a futex).
+ * Returns BB_SLEEP_NONE if this M should just stop; BB_SLEEP_WOKE when it
+ * slept and the caller should find a P for the timers and the Gs in *list
+ * (made ready by the poller, not yet on a run queue); BB_SLEEP_GOTP when
+ * startm handed this sleeping M a P (bb_timer_sleeper_take): it holds it. */
+int bb_timer_sleep(bb_g **list)
 {
 	bb_m *mp = bb_getm();
 	*list = NULL;
@@ -191,29 +192,53 @@ bool bb_timer_sleep(bb_g **list)
 		int64_t next = bb_nexttimer();
 		bool net = bb_netpoll_inited() && atomic_load(&bb_netpoll_waiters) > 0;
 		if (next == 0 && !net)
-			return false;
+			return BB_SLEEP_NONE;
 		bb_m *none = NULL;
 		if (!atomic_compare_exchange_strong(&bb_sched_.timersleeper, &none, mp))
-			return false; /* another M keeps the timers */
+			return BB_SLEEP_NONE; /* another M keeps the timers */
 		atomic_store(&bb_sched_.sleepuntil, next ? next : INT64_MAX);
 		if (atomic_load(&bb_sched_.timergen) != gen) {
-			atomic_store(&bb_sched_.timersleeper, NULL);
-			continue; /* a timer was added meanwhile: recompute */
+			bb_m *me = mp;
+			if (atomic_compare_exchange_strong(&bb_sched_.timersleeper, &me, NULL))
+				continue; /* a timer was added meanwhile: recompute */
+		} else {
+			int64_t delay = next ? next - bb_nanotime() : -1;
+			if (next && delay < 0)
+				delay = 0;
+			if (bb_netpoll_inited()) {
+				atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
+				int n;
+				*list = bb_netpoll(delay, &n);
+			} else if (delay != 0) {
+				struct timespec ts = {delay / 1000000000, delay % 1000000000};
+				bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
+			}
 		}
-		int64_t delay = next ? next - bb_nanotime() : -1;
-		if (next && delay < 0)
-			delay = 0;
-		if (bb_netpoll_inited()) {
-			atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
-			int n;
-			*list = bb_netpoll(delay, &n);
-		} else if (delay != 0) {
-			struct timespec ts = {delay / 1000000000, delay % 1000000000};
-			bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
-		}
-		atomic_store(&bb_sched_.timersleeper, NULL);
-		return true;
+		bb_m *me = mp;
+		if (atomic_compare_exchange_strong(&bb_sched_.timersleeper, &me, NULL))
+			return BB_SLEEP_WOKE;
+		/* startm took this M as its idle M: wait for the P it hands over */
+		bb_p *pp;
+		while ((pp = atomic_load_explicit(&mp->handp, memory_order_acquire)) == NULL)
+			__builtin_ia32_pause();
+		atomic_store_explicit(&mp->handp, NULL, memory_order_relaxed);
+		bb_acquirep(pp);
+		return BB_SLEEP_GOTP;
 	}
+}
+
+/* startm with no idle M on the list: take the timer sleeper instead of
+ * making a new OS thread, so the M count stays at MAXPROCS + sysmon + 1.
+ * Returns true if pp was handed over (the sleeper now runs it). */
+bool bb_timer_sleeper_take(bb_p *pp, bool spinning)
+{
+	bb_m *mp = atomic_load(&bb_sched_.timersleeper);
+	if (mp == NULL || !atomic_compare_exchange_strong(&bb_sched_.timersleeper, &mp, NULL))
+		return false;
+	mp->spinning = spinning;
+	atomic_store_explicit(&mp->handp, pp, memory_order_release);
+	bb_timer_kick();
+	return true;
 }
 
 /* wake the sleeper so it recomputes its deadline and mode */
