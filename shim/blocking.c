@@ -6,6 +6,7 @@
  */
 #include "realio.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 
 #define SYSCALL_WRAP(ret, name, params, args)           \
@@ -30,3 +31,55 @@ SYSCALL_WRAP(int, fsync, (int fd), (fd))
 SYSCALL_WRAP(int, fdatasync, (int fd), (fd))
 SYSCALL_WRAP(int, system, (const char *cmd), (cmd))
 SYSCALL_WRAP(int, pause, (void), ())
+
+/* name resolution, SysV IPC and signal waits: may block for long, cannot be
+ * polled */
+#include <netdb.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define WRAP_NEXT(ret, name, params, args)                               \
+	BB_EXPORT ret name params                                         \
+	{                                                                 \
+		static ret(*real) params;                                 \
+		if (real == NULL)                                         \
+			real = (ret(*) params)next_sym(#name);            \
+		if (!bb_on_g())                                           \
+			return real args;                                 \
+		bb_entersyscall();                                        \
+		ret r_ = real args;                                       \
+		int e_ = errno;                                           \
+		bb_exitsyscall();                                         \
+		errno = e_;                                               \
+		return r_;                                                \
+	}
+
+WRAP_NEXT(int, getaddrinfo, (const char *node, const char *svc, const struct addrinfo *hints,
+			     struct addrinfo **res), (node, svc, hints, res))
+WRAP_NEXT(int, getnameinfo, (const struct sockaddr *sa, socklen_t salen, char *host,
+			     socklen_t hostlen, char *serv, socklen_t servlen, int flags),
+	  (sa, salen, host, hostlen, serv, servlen, flags))
+WRAP_NEXT(struct hostent *, gethostbyname, (const char *name), (name))
+WRAP_NEXT(struct hostent *, gethostbyname2, (const char *name, int af), (name, af))
+WRAP_NEXT(int, gethostbyname_r, (const char *name, struct hostent *ret, char *buf, size_t len,
+				 struct hostent **result, int *h_errnop),
+	  (name, ret, buf, len, result, h_errnop))
+WRAP_NEXT(struct hostent *, gethostbyaddr, (const void *addr, socklen_t len, int type),
+	  (addr, len, type))
+WRAP_NEXT(ssize_t, msgrcv, (int id, void *msg, size_t sz, long type, int flg),
+	  (id, msg, sz, type, flg))
+WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, sz, flg))
+WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n))
+WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),
+	  (id, ops, n, ts))
+WRAP_NEXT(int, sigwait, (const sigset_t *set, int *sig), (set, sig))
+WRAP_NEXT(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info))
+WRAP_NEXT(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *ts),
+	  (set, info, ts))
+WRAP_NEXT(int, sigsuspend, (const sigset_t *mask), (mask))

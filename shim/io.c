@@ -439,3 +439,128 @@ BB_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 	errno = e;
 	return n;
 }
+
+/* ---- sendfile, splice, recvmmsg, sendmmsg ---- */
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+/* out is a socket: a socket bobbin made non-blocking waits for room on the
+ * netpoller; any other out fd blocks inside entersyscall */
+BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	static ssize_t (*real)(int, int, off_t *, size_t);
+	if (real == NULL)
+		real = (ssize_t(*)(int, int, off_t *, size_t))next("sendfile");
+	bb_pd *pd = bb_on_g() ? bb_fd_view(out) : NULL;
+	if (pd == NULL || pd->user_nonblock)
+		return real(out, in, off, count);
+	if (!pd->forced_nb) {
+		bb_entersyscall();
+		ssize_t n = real(out, in, off, count);
+		int e = errno;
+		bb_exitsyscall();
+		errno = e;
+		return n;
+	}
+	int saved = errno;
+	for (;;) {
+		ssize_t n = real(out, in, off, count);
+		if (n >= 0) {
+			errno = saved;
+			return n;
+		}
+		if (errno != EAGAIN)
+			return -1;
+		int err = bb_netpoll_wait(out, WR, deadline_of(pd, WR));
+		if (err) {
+			errno = err == EBADF ? EBADF : EAGAIN;
+			return -1;
+		}
+	}
+}
+
+BB_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
+
+BB_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t len,
+			 unsigned flags)
+{
+	static ssize_t (*real)(int, loff_t *, int, loff_t *, size_t, unsigned);
+	if (real == NULL)
+		real = (ssize_t(*)(int, loff_t *, int, loff_t *, size_t, unsigned))next("splice");
+	if (!bb_on_g() || (flags & SPLICE_F_NONBLOCK))
+		return real(in, offin, out, offout, len, flags);
+	/* a non-blocking splice, and between tries wait for either end */
+	int saved = errno;
+	for (;;) {
+		ssize_t n = real(in, offin, out, offout, len, flags | SPLICE_F_NONBLOCK);
+		if (n >= 0) {
+			errno = saved;
+			return n;
+		}
+		if (errno != EAGAIN)
+			return -1;
+		int fds[2] = {in, out};
+		short ev[2] = {POLLIN, POLLOUT};
+		if (bb_netpoll_wait_many(fds, ev, 2, 0) == EPERM) {
+			bb_entersyscall();
+			n = real(in, offin, out, offout, len, flags);
+			int e = errno;
+			bb_exitsyscall();
+			errno = e;
+			return n;
+		}
+	}
+}
+
+static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
+static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned, int);
+
+static ssize_t c_recvmmsg(ioreq *r, bool nowait)
+{
+	return real_recvmmsg(r->fd, (struct mmsghdr *)r->msg, (unsigned)r->len,
+			     r->flags | (nowait ? MSG_DONTWAIT : 0), NULL);
+}
+
+static ssize_t c_sendmmsg(ioreq *r, bool nowait)
+{
+	return real_sendmmsg(r->fd, (struct mmsghdr *)r->msg, (unsigned)r->len,
+			     r->flags | (nowait ? MSG_DONTWAIT : 0));
+}
+
+/* with a timeout, recvmmsg keeps its kernel semantics inside entersyscall */
+BB_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *ts)
+{
+	if (real_recvmmsg == NULL)
+		real_recvmmsg = (int (*)(int, struct mmsghdr *, unsigned, int, struct timespec *))next("recvmmsg");
+	if (!bb_on_g() || (flags & MSG_DONTWAIT))
+		return real_recvmmsg(fd, v, n, flags, ts);
+	if (ts) {
+		bb_entersyscall();
+		int r = real_recvmmsg(fd, v, n, flags, ts);
+		int e = errno;
+		bb_exitsyscall();
+		errno = e;
+		return r;
+	}
+	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmmsg, .msg = (struct msghdr *)v,
+		   .len = n, .flags = flags};
+	return (int)do_io(&r);
+}
+
+BB_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
+{
+	if (real_sendmmsg == NULL)
+		real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned, int))next("sendmmsg");
+	if (!bb_on_g() || (flags & MSG_DONTWAIT))
+		return real_sendmmsg(fd, v, n, flags);
+	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmmsg, .msg = (struct msghdr *)v,
+		   .len = n, .flags = flags};
+	return (int)do_io(&r);
+}
