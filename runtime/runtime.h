@@ -105,6 +105,11 @@ typedef struct bb_timer {
 	int idx;                      /* index in that heap: timerslock */
 } bb_timer;
 
+typedef struct bb_timerslot {
+	int64_t when;
+	bb_timer *t;
+} bb_timerslot;
+
 #define BB_G_MAGIC 0x62626f62u /* "bbob" */
 
 struct bb_g {
@@ -185,7 +190,7 @@ struct bb_p {
 	/* timers: the heap under timerslock; timer0when (earliest, 0 = none)
 	 * is read without the lock, stored with release under it */
 	bb_lock timerslock;
-	bb_timer **timers;
+	bb_timerslot *timers;
 	int32_t ntimers, timerscap;
 	_Atomic int64_t timer0when;
 };
