@@ -497,3 +497,41 @@ void bb_injectglist(bb_g *list)
 			bb_wakep();
 	}
 }
+
+void bb_netpoll_lock(void)
+{
+	bb_lock_acquire(&initlock);
+}
+
+void bb_netpoll_unlock(void)
+{
+	bb_lock_release(&initlock);
+}
+
+/* fork child: the epoll instance is shared with the parent, so the child
+ * must not touch it: close our copies and start afresh on first use. What
+ * the program's fds are (pd->known, kinds, flags) stays true in the child. */
+void bb_netpoll_forkchild(void)
+{
+	atomic_store(&initlock.key, 0);
+	if (atomic_load(&inited)) {
+		bb_sys(SYS_close, bb_epfd, 0, 0);
+		bb_sys(SYS_close, bb_breakfd, 0, 0);
+		bb_epfd = bb_breakfd = -1;
+		atomic_store(&inited, 0);
+	}
+	for (int i = 0; i < PD_L1; i++) {
+		bb_pd *blk = atomic_load(&pdtab[i]);
+		if (blk == NULL)
+			continue;
+		for (int j = 0; j < PD_L2; j++) {
+			bb_pd *pd = &blk[j];
+			atomic_store(&pd->lock.key, 0);
+			pd->registered = false;
+			pd->ready[0] = pd->ready[1] = false;
+			pd->waiters[0] = pd->waiters[1] = NULL;
+		}
+	}
+	atomic_store(&bb_netpoll_waiters, 0);
+	atomic_store(&bb_lastpoll, 0);
+}

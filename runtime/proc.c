@@ -923,6 +923,7 @@ int bb_sched_init(void)
 
 	bb_m_on_thread_start(m0);
 	bb_preempt_init();
+	bb_fork_init();
 	bb_acquirep(bb_allp[0]);
 	m0->curg = g1;
 	g1->m = m0;

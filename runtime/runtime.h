@@ -448,6 +448,7 @@ void bb_preemptone(bb_p *pp);
 void bb_check_stuck(bb_p *pp);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
+void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
 static inline void bb_preempt_point(void)
 {

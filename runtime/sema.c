@@ -183,3 +183,25 @@ bool bb_sema_has_waiters(void *addr)
 	bb_lock_release(&b->lock);
 	return any;
 }
+
+/* fork (fork.c): hold every bucket across the fork, then release (parent)
+ * or empty them (child: the parked Gs did not survive) */
+void bb_sema_lockall(void)
+{
+	for (int i = 0; i < NBUCKETS; i++)
+		bb_lock_acquire(&table[i].lock);
+}
+
+void bb_sema_unlockall(void)
+{
+	for (int i = NBUCKETS - 1; i >= 0; i--)
+		bb_lock_release(&table[i].lock);
+}
+
+void bb_sema_forkchild(void)
+{
+	for (int i = 0; i < NBUCKETS; i++) {
+		table[i].head = table[i].tail = NULL;
+		atomic_store(&table[i].lock.key, 0);
+	}
+}

@@ -20,6 +20,11 @@
 static _Atomic int sysmon_started;
 void bb_sysmon_start(void);
 
+void bb_sysmon_forkchild(void)
+{
+	atomic_store(&sysmon_started, 0); /* sysmon did not survive: restart on demand */
+}
+
 void bb_sysmon_ensure(void)
 {
 	if (__builtin_expect(!atomic_load_explicit(&sysmon_started, memory_order_relaxed), 0) &&

@@ -1,0 +1,102 @@
+/*
+ * fork.c — fork from any thread (DESIGN.md §3.8).
+ *
+ * In the child only the calling OS thread survives, and with it only the
+ * calling G; every other G and M is gone. bobbin registers fork handlers
+ * first thing, so glibc runs its prepare handler after the program's own
+ * (which may still park and switch Gs freely) and its child and parent
+ * handlers before the program's. The prepare handler takes every runtime
+ * lock, so no other M is half-way through a run queue, timer heap or wait
+ * queue when the address space is copied; the parent handler lets go; the
+ * child handler rebuilds the runtime for one M, one G: all Ps empty and idle
+ * but ours, no idle Ms, a fresh netpoller (the epoll instance is shared with
+ * the parent), sysmon to be started again on demand.
+ *
+ * Runs on the forking G; never parks.
+ */
+#include "runtime.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+
+void bb_sema_lockall(void);
+void bb_sema_unlockall(void);
+void bb_sema_forkchild(void);
+void bb_netpoll_lock(void);
+void bb_netpoll_unlock(void);
+void bb_netpoll_forkchild(void);
+void bb_sysmon_forkchild(void);
+
+static void prepare(void)
+{
+	if (!bb_active)
+		return;
+	/* rank order: wait queues, timer heaps, sched, dead-G list, netpoll init */
+	bb_sema_lockall();
+	for (int32_t i = 0; i < bb_gomaxprocs; i++)
+		bb_lock_acquire(&bb_allp[i]->timerslock);
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_lock_acquire(&bb_sched_.gflock);
+	bb_netpoll_lock();
+}
+
+static void parent(void)
+{
+	if (!bb_active)
+		return;
+	bb_netpoll_unlock();
+	bb_lock_release(&bb_sched_.gflock);
+	bb_lock_release(&bb_sched_.lock);
+	for (int32_t i = bb_gomaxprocs - 1; i >= 0; i--)
+		bb_lock_release(&bb_allp[i]->timerslock);
+	bb_sema_unlockall();
+}
+
+static void child(void)
+{
+	if (!bb_active || bb_getgsbase() == 0)
+		return;
+	bb_m *mp = bb_getm();
+	bb_p *mine = mp->p;
+	bb_sema_forkchild();
+	bb_netpoll_forkchild();
+	bb_sysmon_forkchild();
+	atomic_store(&bb_sched_.lock.key, 0);
+	atomic_store(&bb_sched_.gflock.key, 0);
+	bb_sched_.runqhead = bb_sched_.runqtail = NULL;
+	atomic_store(&bb_sched_.runqsize, 0);
+	bb_sched_.midle = NULL;
+	bb_sched_.nmidle = 0;
+	atomic_store(&bb_sched_.mcount, 1);
+	atomic_store(&bb_sched_.nmspinning, 0);
+	atomic_store(&bb_sched_.timersleeper, NULL);
+	atomic_store(&bb_sched_.timerwake, 0);
+	atomic_store(&bb_sched_.nlive, 1);
+	bb_sched_.pidle = NULL;
+	atomic_store(&bb_sched_.npidle, 0);
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		bb_p *pp = bb_allp[i];
+		atomic_store(&pp->timerslock.key, 0);
+		for (int k = 0; k < pp->ntimers; k++)
+			atomic_store(&pp->timers[k].t->pp, NULL);
+		pp->ntimers = 0;
+		atomic_store(&pp->timer0when, 0);
+		atomic_store(&pp->runqhead, 0);
+		atomic_store(&pp->runqtail, 0);
+		atomic_store(&pp->runnext, NULL);
+		if (pp != mine) {
+			pp->m = NULL;
+			atomic_store(&pp->status, Pidle);
+			bb_pidleput(pp);
+		}
+	}
+	mp->spinning = false;
+	mp->nextp = NULL;
+	mp->detach_req = mp->detached = false;
+	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
+}
+
+void bb_fork_init(void)
+{
+	pthread_atfork(prepare, parent, child);
+}
