@@ -7,10 +7,11 @@
  * value computed from its index; main joins all and prints only the checksum.
  *
  * Under bobbin all 10,000 sleepers are parked Gs on timers, so the harness's thread
- * limit (MAXPROCS + 2) applies. The program also bounds its own wall time: sleeping
+ * limit (MAXPROCS + 2) applies. The program also measures its wall time: sleeping
  * 10 x 10 ms is 100 ms of ideal time per thread, all threads in parallel, so the
- * whole run must take at most 1.5 x 100 ms plus the time main spent creating the
- * threads (measured here). That bound is enforced only when the threads are not 1:1
+ * whole run should take at most 1.5 x 100 ms plus the time main spent creating the
+ * threads (measured here). That bound is reported on stderr, and enforced only with
+ * SLEEPERS_ENFORCE_WALL=1 (tests assert no timing) and when the threads are not 1:1
  * OS threads (the process never had more than 256 OS threads while main created the
  * sleepers, read from /proc/self/status every 250 creations): natively, where each
  * thread lives >= 100 ms, over a thousand are alive then, and 10,000 kernel threads
@@ -25,6 +26,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,9 +173,14 @@ int main(void)
     fprintf(stderr, "sleepers: creation %.1f ms, wall %.1f ms, bound %.1f ms (%s: at most %ld "
             "OS threads during creation)\n", creation / 1e6, wall / 1e6, bound / 1e6,
             one_to_one ? "not enforced" : "enforced", os_threads);
-    CHECK(one_to_one || wall <= bound,
-          "wall time %.1f ms is more than 1.5 x the ideal 100 ms + %.1f ms of thread "
-          "creation = %.1f ms", wall / 1e6, creation / 1e6, bound / 1e6);
+    /* Reported, not asserted: the project asserts no timing in tests (the
+     * machine is shared and noisy); bench/sleepers measures it, with medians.
+     * SLEEPERS_ENFORCE_WALL=1 turns the check on for a run by hand. */
+    const char *enforce = getenv("SLEEPERS_ENFORCE_WALL");
+    if (enforce && *enforce == '1')
+        CHECK(one_to_one || wall <= bound,
+              "wall time %.1f ms is more than 1.5 x the ideal 100 ms + %.1f ms of thread "
+              "creation = %.1f ms", wall / 1e6, creation / 1e6, bound / 1e6);
 
     printf("sleepers: %d threads x %d sleeps of 10 ms, checksum=%llu\n", NTHREADS, NSLEEPS,
            (unsigned long long)sum);
