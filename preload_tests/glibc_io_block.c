@@ -13,7 +13,8 @@
  *   heartbeat  beats every 10 ms until the reader is done (at least 100 beats)
  *
  * Checks: fwrite wrote everything, the reader got every byte in order, and the
- * largest gap between heartbeats is under 50 ms (the issue's bound). A
+ * largest gap between heartbeats is under 50 ms (the issue's bound; the raw gap:
+ * nothing spins here, so heartbeat.h has no CPU time to judge the kernel by). A
  * watchdog (alarm, 20 s) turns a hang into exit 1 with what each thread had
  * done; register it with a harness timeout above that.
  */
@@ -115,7 +116,7 @@ static int reader_running(void)
 static void *heartbeat_main(void *arg)
 {
     (void)arg;
-    hb_run(&hb, NBEATS, reader_running);
+    hb_run(&hb, NBEATS, reader_running, 0);
     return NULL;
 }
 
@@ -138,17 +139,16 @@ int main(void)
     REQUIRE(pthread_join(th, NULL) == 0, "pthread_join");
     close(fds[0]);
 
-    fprintf(stderr, "glibc_io_block: max gap %.1f ms (beat %ld of %ld), %ld gap(s) >= %lld ms\n",
-            hb.max_gap_ns / 1e6, hb.worst_beat, hb.beats, hb.late, HB_BOUND_NS / 1000000);
+    hb_report("glibc_io_block", &hb);
     CHECK(written == (size_t)TOTAL, "fwrite wrote %zu of %ld bytes", (size_t)written, TOTAL);
     CHECK(received == TOTAL, "the reader got %ld of %ld bytes", (long)received, TOTAL);
     CHECK(mismatches == 0, "%ld bytes differ", (long)mismatches);
-    CHECK(hb.max_gap_ns < HB_BOUND_NS, "largest heartbeat gap %.1f ms, bound %lld ms",
-          hb.max_gap_ns / 1e6, HB_BOUND_NS / 1000000);
+    CHECK(hb_ok(&hb), "largest heartbeat gap %.1f ms, bound %lld ms",
+          hb.max_charged_ns / 1e6, HB_BOUND_NS / 1000000);
 
     printf("fwrite: %zu bytes\n", (size_t)written);
     printf("reader: %ld bytes, %ld differ\n", (long)received, (long)mismatches);
-    printf("heartbeat %s\n", hb.max_gap_ns < HB_BOUND_NS ? "ok" : "late");
+    printf("heartbeat %s\n", hb_ok(&hb) ? "ok" : "late");
     free(buf);
     return probe_exit("glibc_io_block");
 }

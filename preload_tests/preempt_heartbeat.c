@@ -8,7 +8,8 @@
  * runtime/preempt.c), since the spinner never reaches an interposed call.
  *
  * Checks: the largest gap between two beats is under 50 ms (the issue's bound;
- * natively ~10 ms), and the spinner advanced while the heartbeat ran.
+ * natively ~10 ms; time the kernel gave to other processes is not charged, see
+ * heartbeat.h), and the spinner advanced while the heartbeat ran.
  * stdout: "heartbeat ok" and the spinner's checksum; the measured gap goes to
  * stderr. A watchdog (alarm, 30 s) turns a hang — a spinner never preempted —
  * into exit 1.
@@ -43,7 +44,7 @@ static void *heartbeat_main(void *arg)
     while (!spin.started)
         hb_sleep_ns(1000000);
     progress_before = spin.progress;
-    hb_run(&hb, NBEATS, NULL);
+    hb_run(&hb, NBEATS, NULL, hb_par(1));
     progress_after = spin.progress;
     stop = 1;
     return NULL;
@@ -61,18 +62,17 @@ int main(void)
     REQUIRE(pthread_join(th, NULL) == 0, "pthread_join heartbeat");
     REQUIRE(pthread_join(ts, NULL) == 0, "pthread_join spinner");
 
-    fprintf(stderr, "preempt_heartbeat: max gap %.1f ms (beat %ld of %ld), %ld gap(s) >= %lld ms; "
-            "spinner: %llu steps, %llu of them during the beats\n",
-            hb.max_gap_ns / 1e6, hb.worst_beat, hb.beats, hb.late, HB_BOUND_NS / 1000000,
+    hb_report("preempt_heartbeat", &hb);
+    fprintf(stderr, "preempt_heartbeat: spinner: %llu steps, %llu of them during the beats\n",
             (unsigned long long)spin.steps,
             (unsigned long long)(progress_after - progress_before));
-    CHECK(hb.max_gap_ns < HB_BOUND_NS, "largest heartbeat gap %.1f ms, bound %lld ms",
-          hb.max_gap_ns / 1e6, HB_BOUND_NS / 1000000);
+    CHECK(hb_ok(&hb), "largest charged heartbeat gap %.1f ms, bound %lld ms",
+          hb.max_charged_ns / 1e6, HB_BOUND_NS / 1000000);
     CHECK(progress_after > progress_before, "the spinner did not run during the heartbeats");
     CHECK(spin.snapshot == want, "spinner checksum %016llx, want %016llx",
           (unsigned long long)spin.snapshot, (unsigned long long)want);
 
-    printf("heartbeat %s\n", hb.max_gap_ns < HB_BOUND_NS ? "ok" : "late");
+    printf("heartbeat %s\n", hb_ok(&hb) ? "ok" : "late");
     printf("spinner checksum %016llx\n", (unsigned long long)spin.snapshot);
     return probe_exit("preempt_heartbeat");
 }

@@ -10,7 +10,8 @@
  * child's stdout is this program's stdout; natively there is no child and the
  * same spinner and heartbeat run in-process, printing the same lines.
  *
- * Checks: the heartbeat's largest gap is under 50 ms, and (under bobbin) N >= 1.
+ * Checks: the heartbeat's largest gap is under 50 ms (time the kernel gave to
+ * other processes not charged, see heartbeat.h), and (under bobbin) N >= 1.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -43,7 +44,7 @@ static void *heartbeat_main(void *arg)
     (void)arg;
     while (!spin.started)
         hb_sleep_ns(1000000);
-    hb_run(&hb, NBEATS, NULL);
+    hb_run(&hb, NBEATS, NULL, hb_par(1));
     stop = 1;
     return NULL;
 }
@@ -58,13 +59,12 @@ static int spin_and_beat(void)
     REQUIRE(pthread_create(&th, NULL, heartbeat_main, NULL) == 0, "pthread_create");
     REQUIRE(pthread_join(th, NULL) == 0, "pthread_join");
     REQUIRE(pthread_join(ts, NULL) == 0, "pthread_join");
-    fprintf(stderr, "preempt_stats: max gap %.1f ms (beat %ld of %ld)\n", hb.max_gap_ns / 1e6,
-            hb.worst_beat, hb.beats);
-    CHECK(hb.max_gap_ns < HB_BOUND_NS, "largest heartbeat gap %.1f ms, bound %lld ms",
-          hb.max_gap_ns / 1e6, HB_BOUND_NS / 1000000);
+    hb_report("preempt_stats", &hb);
+    CHECK(hb_ok(&hb), "largest charged heartbeat gap %.1f ms, bound %lld ms",
+          hb.max_charged_ns / 1e6, HB_BOUND_NS / 1000000);
     CHECK(spin.snapshot == spin_expected(0), "spinner checksum %016llx",
           (unsigned long long)spin.snapshot);
-    printf("heartbeat %s\n", hb.max_gap_ns < HB_BOUND_NS ? "ok" : "late");
+    printf("heartbeat %s\n", hb_ok(&hb) ? "ok" : "late");
     return probe_exit("preempt_stats");
 }
 
