@@ -26,6 +26,7 @@ void bb_netpoll_lock(void);
 void bb_netpoll_unlock(void);
 void bb_netpoll_forkchild(void);
 void bb_sysmon_forkchild(void);
+void bb_allgs_forkchild(bb_g *self);
 
 static void prepare(void)
 {
@@ -72,6 +73,8 @@ static void child(void)
 	atomic_store(&bb_sched_.timersleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);
 	atomic_store(&bb_sched_.nlive, 1);
+	atomic_store(&bb_sched_.nsyscall, 0);
+	bb_allgs_forkchild(mp->curg);
 	bb_sched_.pidle = NULL;
 	atomic_store(&bb_sched_.npidle, 0);
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {

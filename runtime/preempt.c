@@ -131,6 +131,7 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc)
 	if (pp == NULL || in_bobbin(pc) ||
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
 		return;
+	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
 	bb_casgstatus(gp, Grunning, Gsyscall);
 	pp->syscalltick++;
 	mp->oldp = pp;
@@ -188,8 +189,7 @@ void bb_preempt_init(void)
 			bb_printf("bobbin: ignoring BOBBIN_TIMESLICE=%s (want milliseconds, 1..10000)\n", ts);
 	}
 	nopreempt = getenv("BOBBIN_NOPREEMPT");
-	const char *dbg = getenv("BOBBIN_DEBUG");
-	if (dbg && strstr(dbg, "asyncpreemptoff=1"))
+	if (bb_debug.asyncpreemptoff)
 		return;
 	unsigned a, b, c, d;
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE))

@@ -467,6 +467,8 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	gp->waitreason = reason;
+	if (bb_debug.schedtrace_ms || reason == waitReasonJoin || reason == waitReasonMutex)
+		gp->waitsince = bb_nanotime();
 	if (gp->libclocks > 0) {
 		park_pinned(gp, unlockf, arg);
 		gp->waitreason = waitReasonZero;
@@ -689,6 +691,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		gp = calloc(1, sizeof *gp);
 		if (gp == NULL)
 			goto nomem;
+		bb_allgs_add(gp);
 		gp->tcb = bb_tcb_alloc();
 		if (gp->tcb == NULL) {
 			free(gp);
@@ -914,6 +917,7 @@ int bb_sched_init(void)
 	}
 	g1->user_stack = true;
 	bb_tcb_adopt_main(g1);
+	bb_allgs_add(g1);
 	atomic_store_explicit(&g1->status, Grunning, memory_order_relaxed);
 
 	bb_lock_acquire(&bb_sched_.lock);
@@ -922,8 +926,12 @@ int bb_sched_init(void)
 	bb_lock_release(&bb_sched_.lock);
 
 	bb_m_on_thread_start(m0);
+	bb_debug_init();
 	bb_preempt_init();
 	bb_fork_init();
+	bb_debug_signals_init();
+	if (bb_debug.schedtrace_ms)
+		bb_sysmon_ensure();
 	bb_acquirep(bb_allp[0]);
 	m0->curg = g1;
 	g1->m = m0;

@@ -154,6 +154,7 @@ struct bb_g {
 	bool timedout;       /* set by the timer under the bucket lock */
 	bool handoff;        /* woken by bb_sema_wake_handoff: under the bucket lock */
 	_Atomic uintptr_t pollticket; /* the netpoll wait session: CAS to 0 by its waker */
+	int64_t waitsince;   /* when it last parked (for dumps) */
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
@@ -247,6 +248,7 @@ typedef struct bb_sched {
 	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
 	_Atomic int64_t sleepuntil;  /* its deadline */
 	_Atomic uint32_t timerwake;  /* futex word it sleeps on */
+	_Atomic int32_t nsyscall;    /* Gs between entersyscall and exitsyscall */
 } bb_sched;
 
 extern bb_sched bb_sched_;
@@ -459,6 +461,21 @@ static inline void bb_preempt_point(void)
 		bb_gopreempt();
 	}
 }
+
+/* ---- debug.c ---- */
+typedef struct bb_debug_cfg {
+	int schedtrace_ms;   /* 0: off */
+	int scheddetail;
+	int asyncpreemptoff;
+} bb_debug_cfg;
+extern bb_debug_cfg bb_debug;
+void bb_debug_init(void);
+void bb_debug_signals_init(void);
+void bb_allgs_add(bb_g *gp);
+void bb_schedtrace(int64_t since_start_ms);
+void bb_dump_all(const char *why);
+bool bb_deadlock_suspect(void);
+__attribute__((noreturn)) void bb_deadlock_report(void);
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue

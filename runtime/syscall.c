@@ -41,6 +41,7 @@ void bb_entersyscall(void)
 	bb_g *gp = mp->curg;
 	bb_p *pp = mp->p;
 	bb_sysmon_ensure();
+	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
 	bb_casgstatus(gp, Grunning, Gsyscall);
 	pp->syscalltick++;
 	mp->oldp = pp;
@@ -75,6 +76,7 @@ void bb_exitsyscall(void)
 	bb_g *gp = mp->curg;
 	bb_p *oldp = mp->oldp;
 	mp->oldp = NULL;
+	atomic_fetch_sub_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
 	uint32_t s = Psyscall;
 	/* fast path: nobody took our P */
 	if (oldp && atomic_compare_exchange_strong_explicit(&oldp->status, &s, Prunning,

@@ -95,6 +95,8 @@ static void *sysmon(void *arg)
 	bb_m_on_thread_start(mp);
 	int64_t delay = 20;
 	int idle = 0;
+	int64_t start = bb_nanotime(), lasttrace = start, suspect = 0;
+	uint64_t suspect_ticks = 0;
 	for (;;) {
 		if (idle == 0)
 			delay = 20;
@@ -102,6 +104,8 @@ static void *sysmon(void *arg)
 			delay *= 2;
 		if (delay > 10000)
 			delay = 10000;
+		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
+			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
 		int64_t now = bb_nanotime();
 		int n = retake(now);
@@ -121,6 +125,25 @@ static void *sysmon(void *arg)
 			idle = 0;
 		else
 			idle++;
+		if (bb_debug.schedtrace_ms &&
+		    now - lasttrace >= (int64_t)bb_debug.schedtrace_ms * 1000000) {
+			lasttrace = now;
+			bb_schedtrace((now - start) / 1000000);
+		}
+		/* all asleep, twice 100 ms apart with no switch between: deadlock */
+		if (idle > 50 && bb_deadlock_suspect()) {
+			uint64_t ticks = 0;
+			for (int32_t i = 0; i < bb_gomaxprocs; i++)
+				ticks += atomic_load(&bb_allp[i]->switchtick);
+			if (suspect == 0 || ticks != suspect_ticks) {
+				suspect = now;
+				suspect_ticks = ticks;
+			} else if (now - suspect >= 100 * 1000 * 1000) {
+				bb_deadlock_report();
+			}
+		} else {
+			suspect = 0;
+		}
 	}
 	return NULL;
 }
