@@ -275,8 +275,10 @@ static int session_wait(bb_pollnode *nodes, int n, int64_t deadline)
 		gp->timer.seq = ticket;
 	}
 	bool claimed = atomic_load(&gp->pollticket) & PT_CLAIMED;
+	atomic_store(&gp->waitkind, BB_WAIT_NETPOLL);
 	if (!claimed)
 		bb_gopark(park_unless_claimed, (void *)ticket, waitReasonIO);
+	atomic_store(&gp->waitkind, BB_WAIT_NONE);
 	if (deadline != 0)
 		bb_deltimer(&gp->timer);
 	/* nobody claimed us (only possible if we never parked)? close the session */
@@ -534,4 +536,16 @@ void bb_netpoll_forkchild(void)
 	}
 	atomic_store(&bb_netpoll_waiters, 0);
 	atomic_store(&bb_lastpoll, 0);
+}
+
+/* pthread_cancel: end gp's wait session as a waker would */
+bool bb_netpoll_interrupt(bb_g *gp)
+{
+	uintptr_t w = atomic_load(&gp->pollticket);
+	if (w == 0 || (w & PT_CLAIMED))
+		return false; /* no session, or it is over */
+	int r = claim(gp, w >> PT_SHIFT);
+	if (r == 1)
+		bb_goready(gp);
+	return true;
 }

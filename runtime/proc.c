@@ -621,10 +621,12 @@ bb_g *bb_g_from_tcb(void *tcb)
 	return gp;
 }
 
+void *(*bb_g_run_hook)(bb_g *gp); /* shim: run fn under glibc's unwinding landing pad */
+
 void bb_gmain(bb_g *gp)
 {
 	bb_tcb_on_g_start(gp);
-	void *res = gp->fn(gp->arg);
+	void *res = bb_g_run_hook ? bb_g_run_hook(gp) : gp->fn(gp->arg);
 	bb_goexit(res);
 }
 
@@ -822,8 +824,16 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 		if (mode == BB_JOIN_BLOCK) {
 			gp->joined = true;
 			gp->joiner = self;
+			self->waitobj = gp;
+			self->interrupted = false;
+			atomic_store(&self->waitkind, BB_WAIT_JOIN);
 			bb_gopark(unlock_g, gp, waitReasonJoin);
+			atomic_store(&self->waitkind, BB_WAIT_NONE);
 			bb_lock_acquire(&gp->lock);
+			if (self->interrupted && !gp->exited) {
+				bb_lock_release(&gp->lock);
+				return EINTR; /* cancelled: the caller acts on it */
+			}
 			if (!gp->exited)
 				bb_throw("join: woken before G%llu exited",
 					 (unsigned long long)gp->goid);
@@ -855,6 +865,46 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 	bb_lock_release(&gp->lock);
 	bb_gfree(gp);
 	return 0;
+}
+
+/* pthread_cancel: a joiner parked on gp->lock's G is woken if still there */
+bool bb_join_interrupt(bb_g *self)
+{
+	bb_g *gp = self->waitobj;
+	if (gp == NULL || atomic_load(&self->waitkind) != BB_WAIT_JOIN)
+		return false;
+	bb_lock_acquire(&gp->lock);
+	bool mine = gp->joiner == self && !gp->exited;
+	if (mine) {
+		gp->joiner = NULL;
+		gp->joined = false;
+		self->interrupted = true;
+	}
+	bb_lock_release(&gp->lock);
+	if (mine)
+		bb_goready(self);
+	return mine;
+}
+
+bool bb_sleep_interrupt(bb_g *gp);
+
+void bb_interrupt(bb_g *gp)
+{
+	switch (atomic_load(&gp->waitkind)) {
+	case BB_WAIT_SEMA:
+		if (gp->cancellable) /* a condvar or semaphore wait, not a mutex */
+			bb_sema_interrupt(gp);
+		break;
+	case BB_WAIT_SLEEP:
+		bb_sleep_interrupt(gp);
+		break;
+	case BB_WAIT_NETPOLL:
+		bb_netpoll_interrupt(gp);
+		break;
+	case BB_WAIT_JOIN:
+		bb_join_interrupt(gp);
+		break;
+	}
 }
 
 /* 0, or EINVAL if already detached; a finished G is freed at once */

@@ -155,6 +155,13 @@ struct bb_g {
 	bool handoff;        /* woken by bb_sema_wake_handoff: under the bucket lock */
 	_Atomic uintptr_t pollticket; /* the netpoll wait session: CAS to 0 by its waker */
 	int64_t waitsince;   /* when it last parked (for dumps) */
+	/* what the parked G waits in, so pthread_cancel can interrupt it
+	 * (bb_interrupt); set by the waiting G before it parks */
+	_Atomic uint32_t waitkind; /* BB_WAIT_* */
+	void *waitobj;       /* the joined G for BB_WAIT_JOIN */
+	bool interrupted;    /* woken by bb_interrupt */
+	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
+	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
@@ -344,6 +351,7 @@ void bb_entersyscall(void);
 void bb_exitsyscall(void);
 void bb_handoffp(bb_p *pp);
 extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
+extern void *(*bb_g_run_hook)(bb_g *gp);  /* shim: start routine under a landing pad */
 
 /* ---- m.c ---- */
 bb_m *bb_allocm(void);
@@ -477,12 +485,19 @@ void bb_dump_all(const char *why);
 bool bb_deadlock_suspect(void);
 __attribute__((noreturn)) void bb_deadlock_report(void);
 
+/* ---- interrupting a parked G (cancellation) ---- */
+enum { BB_WAIT_NONE, BB_WAIT_SEMA, BB_WAIT_SLEEP, BB_WAIT_NETPOLL, BB_WAIT_JOIN };
+void bb_interrupt(bb_g *gp);             /* wake gp from a cancellable wait */
+bool bb_sema_interrupt(bb_g *gp);
+bool bb_netpoll_interrupt(bb_g *gp);
+bool bb_join_interrupt(bb_g *gp);
+
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue
  * lock. deadline: monotonic ns, 0 = none. after(after_arg) runs on g0 once the
  * G is queued and the queue unlocked. Returns 0 if validate said no, 1 when
  * woken, -1 when the deadline passed while parked, -2 if it had already
- * passed (validate was not called). */
+ * passed (validate was not called), -3 if bb_interrupt woke it. */
 int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint32_t reason,
 		 int64_t deadline, void (*after)(void *), void *after_arg);
 int bb_sema_wake(void *addr, int n); /* wake up to n waiters (n<0: all) */

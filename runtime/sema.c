@@ -117,6 +117,8 @@ int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint3
 	atomic_store_explicit(&gp->waitticket, ticket, memory_order_relaxed);
 	atomic_store_explicit(&gp->waitbucket, b, memory_order_release);
 	enqueue(b, gp);
+	gp->interrupted = false;
+	atomic_store(&gp->waitkind, BB_WAIT_SEMA);
 	parkctx pc = {b, deadline != 0, after, after_arg};
 	if (deadline != 0) {
 		gp->timer.when = deadline;
@@ -125,8 +127,11 @@ int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint3
 		gp->timer.seq = ticket;
 	}
 	bb_gopark(park_unlock, &pc, reason);
+	atomic_store(&gp->waitkind, BB_WAIT_NONE);
 	if (deadline != 0)
 		bb_deltimer(&gp->timer);
+	if (gp->interrupted)
+		return -3;
 	return gp->timedout ? -1 : 1;
 }
 
@@ -204,4 +209,25 @@ void bb_sema_forkchild(void)
 		table[i].head = table[i].tail = NULL;
 		atomic_store(&table[i].lock.key, 0);
 	}
+}
+
+/* pthread_cancel: take gp off the queue it is parked on, if it still is
+ * (the same race as a timer's: whoever unlinks it under the lock readies it) */
+bool bb_sema_interrupt(bb_g *gp)
+{
+	bucket *b = atomic_load_explicit(&gp->waitbucket, memory_order_acquire);
+	if (b == NULL)
+		return false;
+	bb_lock_acquire(&b->lock);
+	bool mine = gp->waitaddr != NULL &&
+		    atomic_load_explicit(&gp->waitbucket, memory_order_relaxed) == b &&
+		    atomic_load(&gp->waitkind) == BB_WAIT_SEMA;
+	if (mine) {
+		unlink_g(b, gp);
+		gp->interrupted = true;
+	}
+	bb_lock_release(&b->lock);
+	if (mine)
+		bb_goready(gp);
+	return mine;
 }

@@ -292,5 +292,18 @@ void bb_sleep_until(int64_t deadline)
 	gp->timer.seq = 0;
 	/* armed on g0 after the G is marked waiting: the timer cannot fire
 	 * before the G is parked */
+	gp->interrupted = false;
+	atomic_store(&gp->waitkind, BB_WAIT_SLEEP);
 	bb_gopark(arm_sleep, NULL, waitReasonSleep);
+	atomic_store(&gp->waitkind, BB_WAIT_NONE);
+}
+
+/* pthread_cancel: a sleeping G whose timer we disarm is ours to ready */
+bool bb_sleep_interrupt(bb_g *gp)
+{
+	if (atomic_load(&gp->waitkind) != BB_WAIT_SLEEP || !bb_deltimer(&gp->timer))
+		return false;
+	gp->interrupted = true;
+	bb_goready(gp);
+	return true;
 }

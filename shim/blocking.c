@@ -14,6 +14,7 @@
 	{                                                \
 		if (!bb_on_g())                          \
 			return REAL(name) args;          \
+		bb_testcancel();                         \
 		bb_entersyscall();                       \
 		ret r_ = REAL(name) args;                \
 		int e_ = errno;                          \
@@ -52,6 +53,7 @@ static void *next_sym(const char *name)
 			real = (ret(*) params)next_sym(#name);            \
 		if (!bb_on_g())                                           \
 			return real args;                                 \
+		bb_testcancel();                                          \
 		bb_entersyscall();                                        \
 		ret r_ = real args;                                       \
 		int e_ = errno;                                           \

@@ -84,11 +84,14 @@ static ssize_t do_io(ioreq *r)
 	bb_preempt_point();
 	if (pd->user_nonblock)
 		return r->call(r, false); /* EAGAIN is the program's to see */
-	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
+		bb_testcancel();
 		return blocking_call(r);
+	}
 	int saved = errno;
 	int64_t deadline = deadline_of(pd, r->mode);
 	for (;;) {
+		bb_testcancel();
 		ssize_t n = attempt(pd, r);
 		if (n != -2) {
 			if (n >= 0)
@@ -317,6 +320,7 @@ BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int fla
 	int saved = errno;
 	bool user_nb = (flags & SOCK_NONBLOCK) != 0;
 	for (;;) {
+		bb_testcancel();
 		int nfd = -1;
 		if (pd->forced_nb || pd->user_nonblock) {
 			nfd = REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK);
@@ -368,10 +372,12 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return r;
 	}
 	int saved = errno;
+	bb_testcancel();
 	int r = REAL(connect)(fd, addr, len);
 	if (r == 0 || errno != EINPROGRESS)
 		return r;
 	int err = bb_netpoll_wait(fd, WR, deadline_of(pd, WR));
+	bb_testcancel();
 	if (err == ETIMEDOUT || err == EBADF) {
 		errno = err == ETIMEDOUT ? ETIMEDOUT : EBADF;
 		return -1;

@@ -19,6 +19,7 @@
 
 #define WAIT_IN_SYSCALL(call)           \
 	do {                            \
+		bb_testcancel();        \
 		bb_entersyscall();      \
 		int r_ = (call);        \
 		int e_ = errno;         \
@@ -76,6 +77,7 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 {
 	int saved = errno;
 	for (;;) {
+		bb_testcancel();
 		int r = REAL(poll)(fds, n, 0);
 		if (r != 0)
 			return r;
@@ -127,6 +129,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 		e0 = *e;
 	int saved = errno;
 	for (;;) {
+		bb_testcancel();
 		struct timeval zero = {0, 0};
 		int k = REAL(select)(nfds, r, w, e, &zero);
 		if (k != 0)
@@ -219,6 +222,7 @@ static int epoll_until(int epfd, struct epoll_event *ev, int max, int64_t deadli
 {
 	int saved = errno;
 	for (;;) {
+		bb_testcancel();
 		int r = REAL(epoll_wait)(epfd, ev, max, 0);
 		if (r != 0)
 			return r;

@@ -47,15 +47,20 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 			return EPERM;
 	}
 	unsigned depth = m->count; /* a recursive mutex comes back as deep as it was */
+	bb_testcancel();
+	bb_g *gp = bb_getg();
+	gp->cancellable = true;
 	int r = bb_sema_park(c, count_waiter, NULL, waitReasonCond, deadline, bb_mutex_release, m);
+	gp->cancellable = false;
 	if (r == -2)
 		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
-	if (r == -1) /* the timer dequeued us; a signal would have uncounted us */
+	if (r == -1 || r == -3) /* the timer or a cancel dequeued us, not a signal */
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
 	bb_mutex_lock_until(m, 0);
 	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
 	m->count = depth;
 	m->nusers++;
+	bb_testcancel(); /* cancelled while waiting: unwind with the mutex held, as POSIX says */
 	return r == -1 ? ETIMEDOUT : 0;
 }
 

@@ -94,7 +94,14 @@ BB_EXPORT int pthread_join(pthread_t th, void **ret)
 		return REAL(pthread_join)(th, ret);
 	int err;
 	bb_g *gp = joinable(th, &err);
-	return gp ? bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0) : err;
+	if (gp == NULL)
+		return err;
+	for (;;) {
+		bb_testcancel();
+		err = bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
+		if (err != EINTR)
+			return err; /* EINTR: interrupted by pthread_cancel, checked above */
+	}
 }
 
 BB_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
@@ -167,6 +174,14 @@ BB_EXPORT void pthread_exit(void *ret)
 		REAL(pthread_exit)(ret);
 	bb_g *gp = bb_getg();
 	gp->result = ret;
+	if (!gp->is_main) {
+		/* glibc's own pthread_exit: it unwinds to bb_gmain's landing pad,
+		 * running cleanup handlers of both ABIs on the way (cancel.c) */
+		gp->exit_called = true;
+		REAL(pthread_exit)(ret);
+	}
+	/* main: the initial thread's landing pad would end the OS thread, so
+	 * unwind with libgcc's forced unwind and end the G ourselves */
 	struct _Unwind_Exception *exc = &gp->exit_exc;
 	memset(exc, 0, sizeof *exc);
 	memcpy(&exc->exception_class, "BOBBEXIT", 8);

@@ -108,7 +108,17 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 		}
 		/* wake-ups carry no token, so a timed-out waiter loses nothing
 		 * that another waiter needed */
-		if (bb_sema_park(&s->data, empty, NULL, waitReasonSema, deadline, NULL, NULL) < 0) {
+		bb_g *gp = bb_getg();
+		gp->cancellable = true; /* sem_wait is a cancellation point */
+		int r = bb_sema_park(&s->data, empty, NULL, waitReasonSema, deadline, NULL, NULL);
+		gp->cancellable = false;
+		if (r == -3) { /* pthread_cancel: unregister, then act on it */
+			atomic_fetch_sub_explicit(&s->data, WAITER, memory_order_relaxed);
+			bb_testcancel();
+			d = atomic_fetch_add_explicit(&s->data, WAITER, memory_order_relaxed) + WAITER;
+			continue;
+		}
+		if (r < 0) {
 			atomic_fetch_sub_explicit(&s->data, WAITER, memory_order_relaxed);
 			errno = ETIMEDOUT;
 			return -1;

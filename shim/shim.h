@@ -118,4 +118,16 @@ static inline bb_g *bb_g_of(pthread_t th)
 
 void bb_tsd_run_destructors(bb_g *gp);
 
+/* a cancellation point: act on a pending pthread_cancel (cancel.c) */
+void bb_testcancel_slow(void);
+static inline void bb_testcancel(void)
+{
+	/* struct pthread.cancelhandling: CANCELED (8) set, and not disabled (1),
+	 * exiting (16) or terminated (32) */
+	int ch;
+	__asm__ volatile("movl %%fs:776, %0" : "=r"(ch));
+	if (__builtin_expect((ch & (1 | 8 | 16 | 32)) == 8, 0))
+		bb_testcancel_slow();
+}
+
 #endif

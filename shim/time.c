@@ -23,6 +23,14 @@ static bool ts_valid(const struct timespec *ts)
 	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 && ts->tv_sec >= 0;
 }
 
+/* a cancellable sleep: a pthread_cancel that interrupts it acts at once */
+static void sleep_until(int64_t deadline)
+{
+	bb_testcancel();
+	bb_sleep_until(deadline);
+	bb_testcancel();
+}
+
 /* a deadline on the runtime's monotonic clock, saturating far in the future */
 static int64_t deadline_after(int64_t ns)
 {
@@ -38,7 +46,7 @@ BB_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 		errno = EINVAL;
 		return -1;
 	}
-	bb_sleep_until(deadline_after(ts_ns(req)));
+	sleep_until(deadline_after(ts_ns(req)));
 	return 0;
 }
 
@@ -68,7 +76,7 @@ BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 		ns -= ts_ns(&now);
 	}
 	if (ns > 0)
-		bb_sleep_until(deadline_after(ns));
+		sleep_until(deadline_after(ns));
 	else
 		bb_gosched();
 	return 0;
@@ -78,7 +86,7 @@ BB_EXPORT int usleep(useconds_t us)
 {
 	if (!bb_on_g())
 		return REAL(usleep)(us);
-	bb_sleep_until(deadline_after((int64_t)us * 1000));
+	sleep_until(deadline_after((int64_t)us * 1000));
 	return 0;
 }
 
@@ -86,6 +94,6 @@ BB_EXPORT unsigned int sleep(unsigned int s)
 {
 	if (!bb_on_g())
 		return REAL(sleep)(s);
-	bb_sleep_until(deadline_after((int64_t)s * 1000000000));
+	sleep_until(deadline_after((int64_t)s * 1000000000));
 	return 0;
 }

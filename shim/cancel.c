@@ -1,0 +1,116 @@
+/*
+ * cancel.c — pthread_cancel, and pthread_exit through glibc's own unwinder.
+ *
+ * A G's TCB is glibc's struct pthread, so glibc's cancellation machinery
+ * works on it once a G has what NPTL's start_thread gives a thread: a
+ * setjmp landing pad in cleanup_jmp_buf (bb_gmain sets it). Then glibc's
+ * pthread_exit, pthread_testcancel and pthread_setcanceltype unwind the G's
+ * stack as NPTL does — running cleanup handlers of both ABIs (the C
+ * __pthread_register_cancel buffers and the unwinding one, so C++
+ * destructors run) — and land in bb_gmain, which ends the G with the
+ * result: the value given to pthread_exit, or PTHREAD_CANCELED.
+ *
+ * pthread_cancel sets the target's cancelhandling bits as glibc does and
+ * wakes it if it is parked in a cancellable wait (condvar, semaphore, sleep,
+ * I/O, join); every interposed cancellation point calls bb_testcancel.
+ * Asynchronous cancellation type is treated as deferred (the G is cancelled
+ * at its next cancellation point). The main thread (G1) keeps the initial
+ * thread's own landing pad in __libc_start_main, which would end the OS
+ * thread: its cancellation is not supported, and its pthread_exit unwinds
+ * with libgcc's forced unwind instead (pthread_thread.c).
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+
+#define OFF_CANCELHANDLING 776
+#define OFF_CLEANUP 760
+#define OFF_CLEANUP_JMP_BUF 768
+#define CANCELSTATE_BITMASK 0x01
+#define CANCELING_BITMASK 0x04
+#define CANCELED_BITMASK 0x08
+#define EXITING_BITMASK 0x10
+#define TERMINATED_BITMASK 0x20
+
+static void (*real_testcancel)(void);
+static int (*real_cancel)(pthread_t);
+
+void bb_cancel_init(void)
+{
+	real_testcancel = (void (*)(void))dlsym(RTLD_NEXT, "pthread_testcancel");
+	real_cancel = (int (*)(pthread_t))dlsym(RTLD_NEXT, "pthread_cancel");
+}
+
+void bb_testcancel_slow(void)
+{
+	bb_g *gp = bb_on_g() ? bb_getg() : NULL;
+	if (gp == NULL || gp->is_main || real_testcancel == NULL)
+		return;
+	real_testcancel(); /* glibc's: sets result = PTHREAD_CANCELED and unwinds */
+}
+
+/* the start_thread part bb_gmain needs: run fn under a landing pad */
+void *bb_run_with_landing_pad(bb_g *gp)
+{
+	__pthread_unwind_buf_t ub;
+	bb_g *volatile g = gp;
+	/* glibc's start_thread does the same: the sigmask part of the buffer is
+	 * never touched with savemask 0 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+	int first = __sigsetjmp((struct __jmp_buf_tag *)(void *)ub.__cancel_jmp_buf, 0) == 0;
+#pragma GCC diagnostic pop
+	if (first) {
+		for (int i = 0; i < 4; i++)
+			ub.__pad[i] = NULL; /* priv.data: prev, cleanup, canceltype */
+		char *tcb = g->tcb;
+		*(void **)(tcb + OFF_CLEANUP) = NULL;
+		*(void **)(tcb + OFF_CLEANUP_JMP_BUF) = &ub;
+		g->exit_called = false;
+		return g->fn(g->arg);
+	}
+	/* glibc unwound the stack: pthread_exit or cancellation */
+	gp = bb_getg();
+	return gp->exit_called ? gp->result : PTHREAD_CANCELED;
+}
+
+BB_EXPORT int pthread_cancel(pthread_t th)
+{
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL || real_cancel == NULL)
+		return real_cancel ? real_cancel(th) : ESRCH;
+	if (gp->is_main)
+		return real_cancel(th);
+	_Atomic int *ch = (_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING);
+	int old = atomic_load(ch);
+	for (;;) {
+		if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
+			return 0; /* already on its way out */
+		int nv = old | CANCELING_BITMASK | CANCELED_BITMASK;
+		if (nv == old)
+			break;
+		if (atomic_compare_exchange_weak(ch, &old, nv))
+			break;
+	}
+	if (gp == bb_getg()) {
+		bb_testcancel(); /* acts at once only if that is enabled */
+		return 0;
+	}
+	if (!(atomic_load(ch) & CANCELSTATE_BITMASK))
+		bb_interrupt(gp); /* parked at a cancellation point: let it act */
+	return 0;
+}
+
+/* setcancelstate(ENABLE) does not act on a pending request (deferred); a
+ * program that waits for it calls a cancellation point, which we check */
+BB_EXPORT void pthread_testcancel(void)
+{
+	if (!bb_on_g()) {
+		if (real_testcancel)
+			real_testcancel();
+		return;
+	}
+	bb_testcancel();
+}
