@@ -59,6 +59,7 @@ static void child(void)
 		return;
 	bb_m *mp = bb_getm();
 	bb_p *mine = mp->p;
+	bb_trace_on = false; /* the trace file is the parent's */
 	bb_sema_forkchild();
 	bb_netpoll_forkchild();
 	bb_sysmon_forkchild();

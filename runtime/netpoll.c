@@ -438,6 +438,7 @@ bb_g *bb_netpoll(int64_t delay, int *count)
 	}
 	atomic_store_explicit(&bb_lastpoll, bb_nanotime(), memory_order_relaxed);
 	bb_g *list = NULL;
+	int before = *count;
 	for (long i = 0; i < n; i++) {
 		uint64_t d = evs[i].data.u64;
 		if (d == UINT64_MAX) {
@@ -468,6 +469,8 @@ bb_g *bb_netpoll(int64_t delay, int *count)
 		}
 		bb_lock_release(&pd->lock);
 	}
+	atomic_fetch_add_explicit(&bb_stats_.netpoll_ready, (uint64_t)(*count - before),
+				  memory_order_relaxed);
 	return list;
 }
 

@@ -30,6 +30,7 @@
 #include <time.h>
 
 bb_p **bb_allp;
+_Atomic int64_t bb_stats_threads_created;
 int32_t bb_gomaxprocs;
 bool bb_active;
 void (*bb_g_exit_hook)(bb_g *gp);
@@ -203,6 +204,9 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 	bb_casgstatus(gp, Grunnable, Grunning);
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
 	atomic_fetch_add_explicit(&mp->p->switchtick, 1, memory_order_relaxed);
+	mp->switches++;
+	if (__builtin_expect(bb_trace_on, 0))
+		bb_trace_slice_start(mp->p, gp, mp);
 	if (inherit_time) {
 		mp->p->inherited++;
 	} else {
@@ -239,8 +243,12 @@ static bb_g *stealwork(bb_p *pp)
 			if (p2 == pp)
 				continue;
 			bb_g *gp = bb_runqsteal(pp, p2, last);
-			if (gp)
+			if (gp) {
+				atomic_fetch_add_explicit(&bb_stats_.steals, 1, memory_order_relaxed);
+				if (__builtin_expect(bb_trace_on, 0))
+					bb_trace_steal(pp, p2, 1 + (int)bb_runqlen(pp));
 				return gp;
+			}
 		}
 	}
 	return NULL;
@@ -376,6 +384,8 @@ void bb_schedule(void)
 	if (mp->p == NULL || mp->curg != NULL)
 		bb_throw("schedule: M without a P, or with a G");
 	bb_p *pp = mp->p;
+	if (__builtin_expect(bb_trace_on, 0))
+		bb_trace_slice_end(pp);
 	bb_g *gp = NULL;
 	bool inherit = false;
 	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
@@ -467,6 +477,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	gp->waitreason = reason;
+	atomic_fetch_add_explicit(&bb_stats_.parks[reason & 15], 1, memory_order_relaxed);
 	if (bb_debug.schedtrace_ms || reason == waitReasonJoin || reason == waitReasonMutex)
 		gp->waitsince = bb_nanotime();
 	if (gp->libclocks > 0) {
@@ -487,6 +498,8 @@ void bb_goready(bb_g *gp)
 	if (pinned)
 		return; /* it waits on its own M: see park_pinned */
 	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	if (__builtin_expect(bb_trace_on, 0) && mp && mp->p)
+		bb_trace_ready(mp->p, mp->curg, gp);
 	if (mp && mp->p) {
 		bb_runqput(mp->p, gp, true);
 	} else {
@@ -743,6 +756,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->ctx.fsbase = (uint64_t)(uintptr_t)gp->tcb;
 	current_fpenv(&gp->ctx); /* a new thread starts with its creator's FP env */
 
+	atomic_fetch_add_explicit(&bb_stats_threads_created, 1, memory_order_relaxed);
 	int32_t live = atomic_fetch_add_explicit(&bb_sched_.nlive, 1, memory_order_relaxed) + 1;
 	if (live == 2)
 		bb_sysmon_ensure(); /* from now on someone may need preempting */
@@ -977,6 +991,7 @@ int bb_sched_init(void)
 
 	bb_m_on_thread_start(m0);
 	bb_debug_init();
+	bb_trace_init();
 	bb_preempt_init();
 	bb_fork_init();
 	bb_debug_signals_init();

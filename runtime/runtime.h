@@ -213,6 +213,8 @@ struct bb_m {
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
 	bb_note park;             /* idle Ms sleep here */
 	bb_p *oldp;               /* the P left in Psyscall by entersyscall */
+	int64_t syscallstart;     /* for the trace */
+	uint64_t switches;        /* Gs executed on this M (for stats): owner only */
 	_Atomic(bb_p *) handp;    /* a P handed to this M while it was the timer sleeper */
 	bb_m *schedlink;          /* idle list: sched.lock */
 	void *tcb;                /* the OS thread's own struct pthread */
@@ -448,8 +450,14 @@ typedef struct bb_stats {
 	_Atomic uint64_t preempt_coop;      /* yielded at an interposed call */
 	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
 	_Atomic uint64_t stuck_detached;    /* Ps taken from Ms stuck in unseen calls */
+	_Atomic uint64_t steals;            /* successful steals from another P */
+	_Atomic uint64_t syscalls;          /* entersyscall */
+	_Atomic uint64_t netpoll_ready;     /* Gs made ready by the network poller */
+	_Atomic uint64_t timer_fires;       /* timers run */
+	_Atomic uint64_t parks[16];         /* parks by wait reason */
 } bb_stats;
 extern bb_stats bb_stats_;
+extern _Atomic int64_t bb_stats_threads_created; /* pthread_create calls that made a G */
 extern bool bb_async_preempt;
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;
@@ -491,6 +499,15 @@ void bb_interrupt(bb_g *gp);             /* wake gp from a cancellable wait */
 bool bb_sema_interrupt(bb_g *gp);
 bool bb_netpoll_interrupt(bb_g *gp);
 bool bb_join_interrupt(bb_g *gp);
+
+/* ---- trace.c: BOBBIN_TRACE ---- */
+extern bool bb_trace_on;
+void bb_trace_init(void);
+void bb_trace_slice_start(bb_p *pp, bb_g *gp, bb_m *mp);
+void bb_trace_slice_end(bb_p *pp);
+void bb_trace_steal(bb_p *pp, bb_p *victim, int n);
+void bb_trace_ready(bb_p *pp, bb_g *waker, bb_g *woken);
+void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue

@@ -42,7 +42,12 @@ void bb_entersyscall(void)
 	bb_p *pp = mp->p;
 	bb_sysmon_ensure();
 	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&bb_stats_.syscalls, 1, memory_order_relaxed);
 	bb_casgstatus(gp, Grunning, Gsyscall);
+	if (__builtin_expect(bb_trace_on, 0)) {
+		bb_trace_slice_end(pp);
+		mp->syscallstart = bb_nanotime();
+	}
 	pp->syscalltick++;
 	mp->oldp = pp;
 	mp->p = NULL;
@@ -77,6 +82,10 @@ void bb_exitsyscall(void)
 	bb_p *oldp = mp->oldp;
 	mp->oldp = NULL;
 	atomic_fetch_sub_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
+	if (__builtin_expect(bb_trace_on, 0) && mp->syscallstart) {
+		bb_trace_syscall(mp, gp, mp->syscallstart);
+		mp->syscallstart = 0;
+	}
 	uint32_t s = Psyscall;
 	/* fast path: nobody took our P */
 	if (oldp && atomic_compare_exchange_strong_explicit(&oldp->status, &s, Prunning,
@@ -85,6 +94,8 @@ void bb_exitsyscall(void)
 		mp->p = oldp;
 		oldp->m = mp;
 		bb_casgstatus(gp, Gsyscall, Grunning);
+		if (__builtin_expect(bb_trace_on, 0))
+			bb_trace_slice_start(oldp, gp, mp);
 		return;
 	}
 	/* it was handed off: any idle P will do */
@@ -94,6 +105,8 @@ void bb_exitsyscall(void)
 	if (pp) {
 		bb_acquirep(pp);
 		bb_casgstatus(gp, Gsyscall, Grunning);
+		if (__builtin_expect(bb_trace_on, 0))
+			bb_trace_slice_start(pp, gp, mp);
 		return;
 	}
 	/* no P: queue the G, let this M go idle */

@@ -177,6 +177,7 @@ int bb_runtimers(bb_p *pp, int64_t now)
 		for (int i = 0; i < k; i++)
 			batch[i].fn(batch[i].arg, batch[i].seq); /* the timer may be reused now */
 		n += k;
+		atomic_fetch_add_explicit(&bb_stats_.timer_fires, (uint64_t)k, memory_order_relaxed);
 	}
 }
 

@@ -20,27 +20,48 @@ void *bb_run_with_landing_pad(bb_g *gp);
 /* BOBBIN_STATS=1: a short table on stderr at exit */
 static void print_stats(void)
 {
+	static const char *const reasons[] = {"other", "join", "once", "sema/futex", "sleep",
+					      "yield", "mutex", "cond", "I/O"};
 	bb_stats *st = &bb_stats_;
-	bb_printf("bobbin stats:\n"
-		  "  thread ids handed out  %lld\n"
-		  "  peak live threads      %d\n"
-		  "  OS threads (Ms) made   %d\n"
-		  "  preemptions requested  %llu\n"
-		  "  preempt signals sent   %llu\n"
-		  "  preempted at signal    %llu\n"
-		  "  refused (unsafe point) %llu\n"
-		  "  preempted at a call    %llu\n"
-		  "  Ps retaken (syscalls)  %llu\n"
-		  "  Ps taken from stuck Ms %llu\n",
-		  (long long)atomic_load(&bb_sched_.goidgen) - 1, atomic_load(&bb_sched_.nthreadsmax),
-		  atomic_load(&bb_sched_.mcount),
+	uint64_t switches = 0;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++)
+		switches += atomic_load(&bb_allp[i]->switchtick);
+	bb_printf("bobbin stats (BOBBIN_MAXPROCS=%d):\n"
+		  "  threads created          %lld\n"
+		  "  peak live threads        %d\n"
+		  "  peak OS threads          %d (Ms, sysmon included)\n"
+		  "  context switches         %llu\n"
+		  "  steals                   %llu\n"
+		  "  system calls (handoff-able) %llu\n"
+		  "  Ps retaken (syscalls)    %llu\n"
+		  "  Ps taken from stuck Ms   %llu\n"
+		  "  netpoll wake-ups         %llu\n"
+		  "  timer fires              %llu\n"
+		  "  preemptions requested    %llu\n"
+		  "  preempt signals sent     %llu\n"
+		  "  preempted at signal      %llu\n"
+		  "  refused (unsafe point)   %llu\n"
+		  "  preempted at a call      %llu\n",
+		  bb_gomaxprocs, (long long)atomic_load(&bb_stats_threads_created),
+		  atomic_load(&bb_sched_.nthreadsmax), atomic_load(&bb_sched_.mcount),
+		  (unsigned long long)switches, (unsigned long long)atomic_load(&st->steals),
+		  (unsigned long long)atomic_load(&st->syscalls),
+		  (unsigned long long)atomic_load(&st->handoffs),
+		  (unsigned long long)atomic_load(&st->stuck_detached),
+		  (unsigned long long)atomic_load(&st->netpoll_ready),
+		  (unsigned long long)atomic_load(&st->timer_fires),
 		  (unsigned long long)atomic_load(&st->preempt_requested),
 		  (unsigned long long)atomic_load(&st->preempt_signals),
 		  (unsigned long long)atomic_load(&st->preempt_async),
 		  (unsigned long long)atomic_load(&st->preempt_refused),
-		  (unsigned long long)atomic_load(&st->preempt_coop),
-		  (unsigned long long)atomic_load(&st->handoffs),
-		  (unsigned long long)atomic_load(&st->stuck_detached));
+		  (unsigned long long)atomic_load(&st->preempt_coop));
+	bb_printf("  parks by reason:");
+	for (unsigned i = 0; i < sizeof reasons / sizeof *reasons; i++) {
+		uint64_t n = atomic_load(&st->parks[i]);
+		if (n)
+			bb_printf(" %s=%llu", reasons[i], (unsigned long long)n);
+	}
+	bb_printf("\n");
 }
 
 __attribute__((constructor(102))) static void bobbin_init(void)
