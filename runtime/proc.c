@@ -25,7 +25,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -34,6 +36,9 @@ _Atomic int64_t bb_stats_threads_created;
 int32_t bb_gomaxprocs;
 bool bb_active;
 void (*bb_g_exit_hook)(bb_g *gp);
+void (*bb_mexit_hook)(void);
+cpu_set_t bb_initial_affinity;
+char bb_initial_comm[16];
 
 static size_t g0_stacksize = 256 * 1024;
 
@@ -109,6 +114,7 @@ static bb_p *releasep(void)
 		bb_throw("releasep: inconsistent P");
 	mp->p = NULL;
 	pp->m = NULL;
+	atomic_store_explicit(&pp->status, Pidle, memory_order_relaxed);
 	return pp;
 }
 
@@ -377,15 +383,70 @@ top:;
 	goto top;
 }
 
+/* ---- Gs locked to their M (Go's LockOSThread) ----
+ *
+ * A G whose thread-level kernel state matters (affinity, namespaces, its
+ * name, scheduling policy) is locked to its M: that M runs no other G, and
+ * the G runs on no other M. When the G blocks, its M lends its P and
+ * sleeps; whichever M later picks the G from a run queue hands it its own
+ * P and wakes the locked M. */
+
+static void stoplockedm(void)
+{
+	bb_m *mp = bb_getm();
+	bb_p *pp = releasep();
+	bb_handoffp(pp);
+	bb_notesleep(&mp->park);
+	bb_noteclear(&mp->park);
+	bb_acquirep(mp->nextp);
+	mp->nextp = NULL;
+}
+
+static void startlockedm(bb_g *gp)
+{
+	bb_m *lm = gp->lockedm;
+	bb_p *pp = releasep();
+	lm->nextp = pp;
+	bb_notewakeup(&lm->park); /* it runs its locked G (bb_schedule) */
+	bb_stopm();
+}
+
+/* on the G: lock it to its M (counted, as Go's LockOSThread) */
+void bb_lock_os_thread(void)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	if (gp->lockcount++ == 0) {
+		gp->lockedm = mp;
+		mp->lockedg = gp;
+	}
+}
+
+void bb_unlock_os_thread(void)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	if (gp->lockcount > 0 && --gp->lockcount == 0) {
+		gp->lockedm = NULL;
+		mp->lockedg = NULL;
+	}
+}
+
 /* One round of scheduling: find a G and run it. g0 only; never returns. */
 void bb_schedule(void)
 {
 	bb_m *mp = bb_getm();
 	if (mp->p == NULL || mp->curg != NULL)
 		bb_throw("schedule: M without a P, or with a G");
-	bb_p *pp = mp->p;
 	if (__builtin_expect(bb_trace_on, 0))
-		bb_trace_slice_end(pp);
+		bb_trace_slice_end(mp->p);
+	if (mp->lockedg) {
+		/* this M belongs to one G: wait for it, lending the P meanwhile */
+		stoplockedm();
+		bb_execute(mp->lockedg, false);
+	}
+top:;
+	bb_p *pp = mp->p;
 	bb_g *gp = NULL;
 	bool inherit = false;
 	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
@@ -414,6 +475,11 @@ void bb_schedule(void)
 		gp = findrunnable(&inherit);
 	if (mp->spinning)
 		resetspinning();
+	if (__builtin_expect(gp->lockedm != NULL, 0) && gp->lockedm != mp) {
+		/* it runs only on its own M: hand that M our P, and stop */
+		startlockedm(gp);
+		goto top;
+	}
 	bb_execute(gp, inherit);
 }
 
@@ -662,6 +728,23 @@ static void goexit0(bb_g *gp)
 		bb_gfree(gp);
 	else if (joiner)
 		bb_goready(joiner);
+	if (gp->lockedm == mp) {
+		/* its thread-level kernel state (affinity, namespaces...) was the
+		 * G's: the M dies with it, as in Go, unless it is the initial one */
+		gp->lockedm = NULL;
+		gp->lockcount = 0;
+		mp->lockedg = NULL;
+		if (mp->id != 0 && bb_mexit_hook) {
+			bb_handoffp(releasep());
+			atomic_fetch_sub(&bb_sched_.mcount, 1);
+			bb_mexit_hook();
+		}
+		/* the initial thread cannot end: give it back its affinity and
+		 * name (namespaces it entered stay: README, known limits) */
+		bb_rawsyscall6(SYS_sched_setaffinity, 0, sizeof bb_initial_affinity,
+			       (long)&bb_initial_affinity, 0, 0, 0);
+		bb_rawsyscall6(SYS_prctl, 15 /* PR_SET_NAME */, (long)bb_initial_comm, 0, 0, 0, 0);
+	}
 	bb_schedule();
 }
 
@@ -990,6 +1073,8 @@ int bb_sched_init(void)
 	bb_lock_release(&bb_sched_.lock);
 
 	bb_m_on_thread_start(m0);
+	sched_getaffinity(0, sizeof bb_initial_affinity, &bb_initial_affinity);
+	prctl(PR_GET_NAME, bb_initial_comm, 0, 0, 0);
 	bb_debug_init();
 	bb_trace_init();
 	bb_preempt_init();

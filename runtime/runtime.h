@@ -162,6 +162,8 @@ struct bb_g {
 	bool interrupted;    /* woken by bb_interrupt */
 	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
+	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
+	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
@@ -224,6 +226,7 @@ struct bb_m {
 	void *altstack;           /* sigaltstack for overflow reports */
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
 	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
+	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	void *waitarg;
 };
@@ -354,6 +357,12 @@ void bb_exitsyscall(void);
 void bb_handoffp(bb_p *pp);
 extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
 extern void *(*bb_g_run_hook)(bb_g *gp);  /* shim: start routine under a landing pad */
+extern void (*bb_mexit_hook)(void);        /* shim: end this OS thread (real pthread_exit) */
+#include <sched.h>
+extern cpu_set_t bb_initial_affinity;     /* M0's, restored when a locked G ends on it */
+extern char bb_initial_comm[16];
+void bb_lock_os_thread(void);
+void bb_unlock_os_thread(void);
 
 /* ---- m.c ---- */
 bb_m *bb_allocm(void);

@@ -1,0 +1,177 @@
+/*
+ * identity.c — per-OS-thread kernel state. A green thread that changes
+ * state the kernel keeps per thread (CPU affinity, scheduling policy,
+ * namespaces, its name for the kernel) is locked to its own M for the rest
+ * of its life (bobbin_lock_os_thread, Go's LockOSThread), so the state stays
+ * with the thread that set it; when it ends, its M ends too.
+ *
+ * pthread_setaffinity_np/pthread_getaffinity_np and pthread_setschedparam on
+ * another green thread reach it through the M it is locked to; one that is
+ * not locked has no OS thread of its own to change: EINVAL (a limit NPTL
+ * does not have; see README).
+ */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void mexit(void)
+{
+	static void (*real_exit)(void *);
+	if (real_exit == NULL)
+		real_exit = (void (*)(void *))dlsym(RTLD_NEXT, "pthread_exit");
+	real_exit(NULL); /* on g0, the M's own TCB: the OS thread ends */
+	__builtin_unreachable();
+}
+
+void bb_identity_init(void)
+{
+	bb_mexit_hook = mexit;
+}
+
+BB_EXPORT void bobbin_lock_os_thread(void)
+{
+	if (bb_on_g())
+		bb_lock_os_thread();
+}
+
+BB_EXPORT void bobbin_unlock_os_thread(void)
+{
+	if (bb_on_g())
+		bb_unlock_os_thread();
+}
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+/* the kernel tid standing for th, locking the caller if th is itself;
+ * 0 for "this thread"; -1 if th is a G with no OS thread of its own */
+static pid_t tid_for(pthread_t th)
+{
+	bb_g *gp = bb_g_of(th);
+	if (gp == NULL)
+		return -2; /* not ours: glibc's function */
+	if (gp == bb_getg()) {
+		bb_lock_os_thread();
+		return 0;
+	}
+	if (gp->lockedm)
+		return gp->lockedm->tid;
+	return -1;
+}
+
+BB_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
+{
+	static int (*real)(pthread_t, size_t, const cpu_set_t *);
+	if (real == NULL)
+		real = (int (*)(pthread_t, size_t, const cpu_set_t *))next("pthread_setaffinity_np");
+	pid_t tid = bb_on_g() ? tid_for(th) : -2;
+	if (tid == -2)
+		return real(th, size, set);
+	if (tid == -1)
+		return EINVAL;
+	long r = bb_sys(SYS_sched_setaffinity, tid, size, set);
+	return r < 0 ? (int)-r : 0;
+}
+
+BB_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
+{
+	static int (*real)(pthread_t, size_t, cpu_set_t *);
+	if (real == NULL)
+		real = (int (*)(pthread_t, size_t, cpu_set_t *))next("pthread_getaffinity_np");
+	bb_g *gp = bb_on_g() ? bb_g_of(th) : NULL;
+	if (gp == NULL)
+		return real(th, size, set);
+	/* a G not locked runs wherever the process may: report the M's mask */
+	pid_t tid = gp->lockedm ? gp->lockedm->tid : 0;
+	long r = bb_sys(SYS_sched_getaffinity, tid, size, set);
+	if (r < 0)
+		return (int)-r;
+	if ((size_t)r < size)
+		memset((char *)set + r, 0, size - (size_t)r);
+	return 0;
+}
+
+BB_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	static int (*real)(pid_t, size_t, const cpu_set_t *);
+	if (real == NULL)
+		real = (int (*)(pid_t, size_t, const cpu_set_t *))next("sched_setaffinity");
+	if (bb_on_g() && pid == 0)
+		bb_lock_os_thread(); /* "this thread": keep it on this M */
+	return real(pid, size, set);
+}
+
+BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched_param *param)
+{
+	static int (*real)(pthread_t, int, const struct sched_param *);
+	if (real == NULL)
+		real = (int (*)(pthread_t, int, const struct sched_param *))next("pthread_setschedparam");
+	pid_t tid = bb_on_g() ? tid_for(th) : -2;
+	if (tid == -2)
+		return real(th, policy, param);
+	if (tid == -1)
+		return EINVAL;
+	long r = bb_sys(SYS_sched_setscheduler, tid, policy, param);
+	if (r < 0)
+		return (int)-r;
+	bb_g *gp = bb_g_of(th);
+	gp->schedpolicy = policy;
+	gp->schedprio = param->sched_priority;
+	return 0;
+}
+
+BB_EXPORT int pthread_getschedparam(pthread_t th, int *policy, struct sched_param *param)
+{
+	static int (*real)(pthread_t, int *, struct sched_param *);
+	if (real == NULL)
+		real = (int (*)(pthread_t, int *, struct sched_param *))next("pthread_getschedparam");
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL || gp->is_main)
+		return real(th, policy, param);
+	*policy = gp->schedpolicy;
+	memset(param, 0, sizeof *param);
+	param->sched_priority = gp->schedprio;
+	return 0;
+}
+
+#define LOCKING_WRAP(ret, name, params, args)                     \
+	BB_EXPORT ret name params                                  \
+	{                                                          \
+		static ret(*real) params;                          \
+		if (real == NULL)                                  \
+			real = (ret(*) params)next(#name);         \
+		if (bb_on_g())                                     \
+			bb_lock_os_thread();                       \
+		return real args;                                  \
+	}
+
+LOCKING_WRAP(int, setns, (int fd, int nstype), (fd, nstype))
+LOCKING_WRAP(int, unshare, (int flags), (flags))
+
+BB_EXPORT int prctl(int option, ...)
+{
+	static int (*real)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+	if (real == NULL)
+		real = (int (*)(int, unsigned long, unsigned long, unsigned long, unsigned long))next("prctl");
+	va_list ap;
+	va_start(ap, option);
+	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (bb_on_g() && option == PR_SET_NAME) {
+		bb_g *gp = bb_getg();
+		bb_lock_os_thread();
+		strncpy(gp->name, (const char *)a2, sizeof gp->name - 1);
+		gp->name[sizeof gp->name - 1] = '\0';
+	}
+	return real(option, a2, a3, a4, a5);
+}
