@@ -54,7 +54,9 @@ static void *mstart(void *arg)
 	/* g0's stack starts just below this frame; mstart never returns */
 	mp->g0sp = ((uintptr_t)__builtin_frame_address(0) - 512) & ~(uintptr_t)15;
 	bb_m_on_thread_start(mp);
-	pthread_sigmask(SIG_SETMASK, &bb_initial_sigmask, NULL);
+	/* blocked until now (bb_newm); from here the G it runs decides */
+	mp->sigmask = ~0ull;
+	bb_idle_sigmask(mp);
 	bb_acquirep(mp->nextp);
 	mp->nextp = NULL;
 	bb_schedule();

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -33,6 +34,30 @@
 
 bb_p **bb_allp;
 _Atomic int64_t bb_stats_threads_created;
+bb_g *bb_main_g;
+
+/* bobbin's own signals stay deliverable whatever the program blocks */
+static uint64_t strip_ours(uint64_t mask)
+{
+	if (bb_async_preempt)
+		mask &= ~(1ull << (SIGURG - 1));
+	return mask;
+}
+
+void bb_apply_sigmask(bb_m *mp, uint64_t mask)
+{
+	mask = strip_ours(mask);
+	if (mp->sigmask == mask)
+		return;
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+	mp->sigmask = mask;
+}
+
+void bb_idle_sigmask(bb_m *mp)
+{
+	if (bb_main_g)
+		bb_apply_sigmask(mp, bb_main_g->sigmask);
+}
 int32_t bb_gomaxprocs;
 bool bb_active;
 void (*bb_g_exit_hook)(bb_g *gp);
@@ -126,6 +151,7 @@ void bb_stopm(void)
 	bb_m *mp = bb_getm();
 	if (mp->p || mp->spinning)
 		bb_throw("stopm: M holds a P or is spinning");
+	bb_idle_sigmask(mp);
 	bb_lock_acquire(&bb_sched_.lock);
 	mput(mp);
 	bb_lock_release(&bb_sched_.lock);
@@ -211,6 +237,8 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
 	atomic_fetch_add_explicit(&mp->p->switchtick, 1, memory_order_relaxed);
 	mp->switches++;
+	if (__builtin_expect(mp->sigmask != strip_ours(gp->sigmask), 0))
+		bb_apply_sigmask(mp, gp->sigmask);
 	if (__builtin_expect(bb_trace_on, 0))
 		bb_trace_slice_start(mp->p, gp, mp);
 	if (inherit_time) {
@@ -830,6 +858,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->waitreason = waitReasonZero;
 	gp->detached = attr->detached;
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
+	gp->sigmask = mp->curg->sigmask;                     /* as clone copies the mask */
 	bb_tcb_prepare(gp, reused);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);
@@ -1065,6 +1094,9 @@ int bb_sched_init(void)
 	g1->user_stack = true;
 	bb_tcb_adopt_main(g1);
 	bb_allgs_add(g1);
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, 0, (long)&g1->sigmask, 8, 0, 0);
+	m0->sigmask = g1->sigmask;
+	bb_main_g = g1;
 	atomic_store_explicit(&g1->status, Grunning, memory_order_relaxed);
 
 	bb_lock_acquire(&bb_sched_.lock);

@@ -163,6 +163,7 @@ struct bb_g {
 	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
+	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
 	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
@@ -227,6 +228,7 @@ struct bb_m {
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
 	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
+	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	void *waitarg;
 };
@@ -517,6 +519,15 @@ void bb_trace_slice_end(bb_p *pp);
 void bb_trace_steal(bb_p *pp, bb_p *victim, int n);
 void bb_trace_ready(bb_p *pp, bb_g *waker, bb_g *woken);
 void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
+
+/* ---- signal masks (proc.c) ----
+ * Each G has its own mask; its M's kernel mask follows it lazily (one
+ * compare per switch, a system call only when two Gs differ). An idle M
+ * takes the main thread's mask, so a process-directed signal goes where it
+ * would natively: blocked by all (a sigwait thread's pattern), or delivered. */
+void bb_apply_sigmask(bb_m *mp, uint64_t mask);
+void bb_idle_sigmask(bb_m *mp);
+extern bb_g *bb_main_g;
 
 /* ---- sema.c: address-keyed wait queues ---- */
 /* Park the current G on addr if validate(addr, varg) holds under the queue

@@ -223,6 +223,7 @@ int bb_timer_sleep(bb_g **list)
 			int64_t delay = next ? next - bb_nanotime() : -1;
 			if (next && delay < 0)
 				delay = 0;
+			bb_idle_sigmask(mp);
 			if (bb_netpoll_inited()) {
 				atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
 				int n;

@@ -186,8 +186,14 @@ BB_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mu, clockid_t clock,
 
 BB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mu)
 {
-	if (!bb_on_g() || kernel_mutex(mu))
+	/* not only Gs: a thread bobbin did not make (or a signal handler on an
+	 * idle M) may unlock a mutex Gs are parked on: the wake must be ours */
+	if (!bb_active || kernel_mutex(mu))
 		return REAL(pthread_mutex_unlock)(mu);
+	if (!bb_on_g()) {
+		bb_mutex_release((bb_mutex *)mu);
+		return 0;
+	}
 	bb_mutex *m = (bb_mutex *)mu;
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed) & ~BB_MUTEX_ELISION_FLAGS;
 	if (kind < 0 || kind > 3)
