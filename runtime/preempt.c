@@ -34,6 +34,7 @@ uint64_t bb_xsave_size;
 bool bb_async_preempt;
 int64_t bb_timeslice_ns = 10 * 1000 * 1000;
 bb_stats bb_stats_;
+void (*bb_sigpoke_hook)(void);
 
 void bb_asyncpreempt(void);
 
@@ -153,6 +154,12 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		detach_p(mp, gp, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
 		return;
 	}
+	/* a pthread_kill for the G running here: run the program's handler
+	 * now, on this G, nested in this signal's context */
+	if (gp != NULL && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
+	    atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning &&
+	    !in_bobbin((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+		bb_sigpoke_hook();
 	if (gp == NULL || !gp->preempt)
 		return;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];

@@ -164,6 +164,9 @@ struct bb_g {
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
+	_Atomic uint64_t sigpending; /* signals sent to this thread (pthread_kill), not yet run */
+	bool sig_eintr;      /* a handler without SA_RESTART ran while it waited */
+	bool sig_ran;        /* a handler ran (sleeps end with EINTR whatever SA_RESTART) */
 	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
@@ -526,6 +529,8 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
  * takes the main thread's mask, so a process-directed signal goes where it
  * would natively: blocked by all (a sigwait thread's pattern), or delivered. */
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
+void bb_deliver_signals(void);               /* on the G: run its pending handlers */
+extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
 void bb_idle_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;
 

@@ -16,6 +16,7 @@
 extern char __libc_single_threaded;
 void bb_cancel_init(void);
 void bb_identity_init(void);
+void bb_signal_init(void);
 void *bb_run_with_landing_pad(bb_g *gp);
 
 /* BOBBIN_STATS=1: a short table on stderr at exit */
@@ -84,6 +85,7 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 	bb_g_exit_hook = bb_tsd_run_destructors;
 	bb_cancel_init();
 	bb_identity_init();
+	bb_signal_init();
 	bb_g_run_hook = bb_run_with_landing_pad;
 	if (bb_sched_init() != 0) {
 		bb_printf("bobbin: out of memory at start-up; running natively\n");

@@ -99,6 +99,10 @@ static ssize_t do_io(ioreq *r)
 			return n;
 		}
 		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
+		if (bb_take_eintr()) {
+			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
+			return -1;
+		}
 		if (err == ETIMEDOUT) {
 			errno = EAGAIN; /* SO_RCVTIMEO/SO_SNDTIMEO expired */
 			return -1;

@@ -107,6 +107,8 @@ static inline bool bb_on_g(void)
 		mp->detached = false;
 		bb_exitsyscall();
 	}
+	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0))
+		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
 	return true;
 }
 
@@ -120,6 +122,18 @@ void bb_tsd_run_destructors(bb_g *gp);
 
 /* a cancellation point: act on a pending pthread_cancel (cancel.c) */
 void bb_testcancel_slow(void);
+/* after a wait: a signal handler without SA_RESTART ran: fail with EINTR */
+static inline bool bb_take_eintr(void)
+{
+	bb_g *gp = bb_getg();
+	if (atomic_load_explicit(&gp->sigpending, memory_order_relaxed))
+		bb_deliver_signals();
+	if (!gp->sig_eintr)
+		return false;
+	gp->sig_eintr = false;
+	return true;
+}
+
 static inline void bb_testcancel(void)
 {
 	/* struct pthread.cancelhandling: CANCELED (8) set, and not disabled (1),

@@ -72,3 +72,122 @@ BB_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 	}
 	return 0;
 }
+
+/* ---- signals sent to one thread ----
+ *
+ * pthread_kill to another G: a G running on an M is poked with bobbin's
+ * signal and runs the handler there (preempt.c); a G in a blocking call
+ * gets the real signal on its M, which interrupts the call as the kernel
+ * would; a parked G keeps it pending, is woken from a cancellable wait, and
+ * runs the handler on itself at its next interposed call. A handler without
+ * SA_RESTART makes the interrupted call fail with EINTR. */
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct kaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+#define KSA_RESTART 0x10000000
+#define KSA_NODEFER 0x40000000
+#define KSA_RESETHAND 0x80000000
+#define KSA_SIGINFO 0x4
+
+static bool default_ignores(int sig)
+{
+	return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+void bb_deliver_signals(void)
+{
+	bb_g *gp = bb_getg();
+	for (;;) {
+		uint64_t pend = atomic_load(&gp->sigpending) & ~gp->sigmask;
+		if (pend == 0)
+			return;
+		int sig = __builtin_ctzll(pend) + 1;
+		atomic_fetch_and(&gp->sigpending, ~(1ull << (sig - 1)));
+		struct kaction ka;
+		if (bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
+			continue;
+		if (ka.handler == SIG_IGN)
+			continue;
+		if (ka.handler == SIG_DFL) {
+			if (!default_ignores(sig)) /* the default action is the process's */
+				bb_rawsyscall6(SYS_tgkill, getpid(), bb_getm()->tid, sig, 0, 0, 0);
+			continue;
+		}
+		uint64_t saved = gp->sigmask;
+		uint64_t during = saved | ka.mask;
+		if (!(ka.flags & KSA_NODEFER))
+			during |= 1ull << (sig - 1);
+		gp->sigmask = during;
+		bb_apply_sigmask(bb_getm(), during);
+		if (ka.flags & KSA_RESETHAND) {
+			struct kaction dfl = {SIG_DFL, 0, NULL, 0};
+			bb_rawsyscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+		}
+		int saved_errno = errno;
+		if (ka.flags & KSA_SIGINFO) {
+			siginfo_t si;
+			memset(&si, 0, sizeof si);
+			si.si_signo = sig;
+			si.si_code = SI_TKILL;
+			si.si_pid = getpid();
+			si.si_uid = getuid();
+			((void (*)(int, siginfo_t *, void *))ka.handler)(sig, &si, NULL);
+		} else {
+			((void (*)(int))ka.handler)(sig);
+		}
+		errno = saved_errno;
+		gp = bb_getg();
+		gp->sigmask = saved;
+		bb_apply_sigmask(bb_getm(), saved);
+		gp->sig_ran = true;
+		if (!(ka.flags & KSA_RESTART))
+			gp->sig_eintr = true;
+	}
+}
+
+static void poke(void)
+{
+	bb_deliver_signals();
+}
+
+void bb_signal_init(void)
+{
+	bb_sigpoke_hook = poke;
+}
+
+BB_EXPORT int pthread_kill(pthread_t th, int sig)
+{
+	static int (*real)(pthread_t, int);
+	if (real == NULL)
+		real = (int (*)(pthread_t, int))dlsym(RTLD_NEXT, "pthread_kill");
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL || (bb_on_g() && gp == bb_getg()))
+		return real(th, sig); /* itself (glibc signals its own kernel thread), or not ours */
+	if (sig < 0 || sig > 64)
+		return EINVAL;
+	uint32_t st = atomic_load(&gp->status);
+	if (st == Gdead)
+		return 0; /* a finished thread not yet joined: as NPTL */
+	if (sig == 0)
+		return 0;
+	bb_m *mp = gp->m;
+	if (st == Gsyscall && mp && mp->tid > 0) {
+		/* blocked in the kernel on its M: the kernel interrupts the call */
+		long r = bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, sig, 0, 0, 0);
+		return r < 0 ? (int)-r : 0;
+	}
+	atomic_fetch_or(&gp->sigpending, 1ull << (sig - 1));
+	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+	else
+		bb_interrupt(gp); /* parked: let it wake and run the handler */
+	return 0;
+}

@@ -23,12 +23,24 @@ static bool ts_valid(const struct timespec *ts)
 	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 && ts->tv_sec >= 0;
 }
 
-/* a cancellable sleep: a pthread_cancel that interrupts it acts at once */
-static void sleep_until(int64_t deadline)
+/* a cancellable sleep: a pthread_cancel that interrupts it acts at once.
+ * Returns the time left (ns) if a signal handler cut it short, else 0:
+ * sleeps are never restarted after a handler, whatever SA_RESTART says. */
+static int64_t sleep_until(int64_t deadline)
 {
 	bb_testcancel();
+	bb_g *gp = bb_getg();
+	gp->sig_ran = false;
 	bb_sleep_until(deadline);
 	bb_testcancel();
+	bb_take_eintr();
+	gp = bb_getg();
+	if (!gp->sig_ran)
+		return 0;
+	gp->sig_ran = false;
+	gp->sig_eintr = false;
+	int64_t left = deadline - bb_nanotime();
+	return left > 0 ? left : 1;
 }
 
 /* a deadline on the runtime's monotonic clock, saturating far in the future */
@@ -46,7 +58,15 @@ BB_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 		errno = EINVAL;
 		return -1;
 	}
-	sleep_until(deadline_after(ts_ns(req)));
+	int64_t left = sleep_until(deadline_after(ts_ns(req)));
+	if (left) {
+		if (rem) {
+			rem->tv_sec = left / 1000000000;
+			rem->tv_nsec = left % 1000000000;
+		}
+		errno = EINTR;
+		return -1;
+	}
 	return 0;
 }
 
@@ -75,10 +95,18 @@ BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 		clock_gettime(clock, &now);
 		ns -= ts_ns(&now);
 	}
-	if (ns > 0)
-		sleep_until(deadline_after(ns));
-	else
+	if (ns <= 0) {
 		bb_gosched();
+		return 0;
+	}
+	int64_t left = sleep_until(deadline_after(ns));
+	if (left) {
+		if (rem && !(flags & TIMER_ABSTIME)) {
+			rem->tv_sec = left / 1000000000;
+			rem->tv_nsec = left % 1000000000;
+		}
+		return EINTR;
+	}
 	return 0;
 }
 
@@ -86,7 +114,10 @@ BB_EXPORT int usleep(useconds_t us)
 {
 	if (!bb_on_g())
 		return REAL(usleep)(us);
-	sleep_until(deadline_after((int64_t)us * 1000));
+	if (sleep_until(deadline_after((int64_t)us * 1000))) {
+		errno = EINTR;
+		return -1;
+	}
 	return 0;
 }
 
@@ -94,6 +125,6 @@ BB_EXPORT unsigned int sleep(unsigned int s)
 {
 	if (!bb_on_g())
 		return REAL(sleep)(s);
-	sleep_until(deadline_after((int64_t)s * 1000000000));
-	return 0;
+	int64_t left = sleep_until(deadline_after((int64_t)s * 1000000000));
+	return (unsigned)((left + 999999999) / 1000000000); /* seconds not slept */
 }
