@@ -13,6 +13,11 @@
  *   rss_peak_kb=1234        max(VmHWM, getrusage ru_maxrss)
  *   samples=205
  *
+ * With -s FILE it also writes every sample to FILE, one line each,
+ * "seconds_since_fork threads rss_kb" (VmRSS, not the high-water mark; -1 while
+ * the exiting process has no memory left to show), after a "# t_s threads rss_kb"
+ * header: `scripts/bobbin compare --plot` draws them.
+ *
  * A sample taken every 2 ms can miss a shorter burst of threads; the peak is a lower
  * bound. Sampling never stops or slows the child: it only reads /proc.
  * It must never run the command under a shell, and never leave it running: on
@@ -41,12 +46,16 @@ struct sample_totals {
     long hwm_kb;
 };
 
+static FILE *series;        /* -s: every sample, or NULL */
+static double series_start;
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: measure [-t TIMEOUT_S] [-i INTERVAL_US] [-o STDOUT_FILE] [-e STDERR_FILE]\n"
-            "               [-n] [-g] [-E NAME=VALUE]... -- COMMAND [ARG]...\n"
-            "  -n  stdin from /dev/null     -g  run the command in its own process group\n");
+            "               [-n] [-g] [-s SERIES_FILE] [-E NAME=VALUE]... -- COMMAND [ARG]...\n"
+            "  -n  stdin from /dev/null     -g  run the command in its own process group\n"
+            "  -s  write every sample to SERIES_FILE: \"seconds threads rss_kb\" per line\n");
     exit(2);
 }
 
@@ -87,6 +96,8 @@ static int sample(pid_t pid, struct sample_totals *s)
     }
     if (threads <= 0)                  /* a zombie: its threads are gone */
         return 0;
+    if (series)
+        fprintf(series, "%.4f %ld %ld\n", now_s() - series_start, threads, rss);
     s->samples++;
     s->threads_sum += (double)threads;
     if (threads > s->threads_peak)
@@ -115,12 +126,12 @@ int main(int argc, char **argv)
 {
     double timeout_s = 0;
     long interval_us = 2000;
-    const char *out = NULL, *err = NULL;
+    const char *out = NULL, *err = NULL, *series_path = NULL;
     int null_stdin = 0, own_group = 0, opt;
     char **envs = calloc((size_t)argc, sizeof *envs);
     int nenv = 0;
 
-    while ((opt = getopt(argc, argv, "+t:i:o:e:ngE:")) != -1) {
+    while ((opt = getopt(argc, argv, "+t:i:o:e:ngs:E:")) != -1) {
         switch (opt) {
         case 't': timeout_s = atof(optarg); break;
         case 'i': interval_us = atol(optarg); break;
@@ -128,12 +139,21 @@ int main(int argc, char **argv)
         case 'e': err = optarg; break;
         case 'n': null_stdin = 1; break;
         case 'g': own_group = 1; break;
+        case 's': series_path = optarg; break;
         case 'E': envs[nenv++] = optarg; break;
         default: usage();
         }
     }
     if (optind >= argc || interval_us <= 0)
         usage();
+    if (series_path) {
+        series = fopen(series_path, "we"); /* not inherited by the command */
+        if (series == NULL) {
+            fprintf(stderr, "measure: %s: %s\n", series_path, strerror(errno));
+            return 2;
+        }
+        fprintf(series, "# t_s threads rss_kb\n");
+    }
 
     /* SIGCHLD stays blocked so sigtimedwait can sleep until the next sample or the
      * child's exit, whichever comes first. */
@@ -150,6 +170,7 @@ int main(int argc, char **argv)
     }
     fflush(NULL);
     double start = now_s();
+    series_start = start;
     pid_t pid = fork();
     if (pid < 0) {
         perror("measure: fork");
@@ -219,5 +240,9 @@ int main(int argc, char **argv)
     printf("threads_mean=%.2f\n", s.samples ? s.threads_sum / (double)s.samples : 0.0);
     printf("rss_peak_kb=%ld\n", maxrss);
     printf("samples=%ld\n", s.samples);
+    if (series && fclose(series) != 0) {
+        perror("measure: series file");
+        return 2;
+    }
     return 0;
 }
