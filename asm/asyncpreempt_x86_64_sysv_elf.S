@@ -27,24 +27,58 @@
 	.p2align 4
 bb_asyncpreempt:
 	.cfi_startproc
-	.cfi_def_cfa_offset 8
+	.cfi_signal_frame                 /* the "return address" is the interrupted pc itself */
+	.cfi_def_cfa rsp, 136             /* the caller's rsp: above the pushed pc and red zone */
+	.cfi_offset rip, -136
 	pushfq
+	.cfi_adjust_cfa_offset 8
 	pushq	%rax
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rax, -152
 	pushq	%rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rbx, -160
 	pushq	%rcx
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rcx, -168
 	pushq	%rdx
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rdx, -176
 	pushq	%rsi
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rsi, -184
 	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rdi, -192
 	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rbp, -200
 	pushq	%r8
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r8, -208
 	pushq	%r9
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r9, -216
 	pushq	%r10
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r10, -224
 	pushq	%r11
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r11, -232
 	pushq	%r12
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r12, -240
 	pushq	%r13
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r13, -248
 	pushq	%r14
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r14, -256
 	pushq	%r15
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r15, -264
 	movq	%rsp, %rbx              /* the general registers live here */
+	.cfi_def_cfa rbx, 264
 	movq	bb_xsave_size(%rip), %rcx
 	subq	%rcx, %rsp
 	andq	$-64, %rsp              /* xsave wants 64-byte alignment */
@@ -66,22 +100,39 @@ bb_asyncpreempt:
 	movl	$-1, %edx
 	xrstor	(%rsp)
 	movq	%rbx, %rsp
+	.cfi_def_cfa rsp, 264
 	popq	%r15
+	.cfi_adjust_cfa_offset -8
 	popq	%r14
+	.cfi_adjust_cfa_offset -8
 	popq	%r13
+	.cfi_adjust_cfa_offset -8
 	popq	%r12
+	.cfi_adjust_cfa_offset -8
 	popq	%r11
+	.cfi_adjust_cfa_offset -8
 	popq	%r10
+	.cfi_adjust_cfa_offset -8
 	popq	%r9
+	.cfi_adjust_cfa_offset -8
 	popq	%r8
+	.cfi_adjust_cfa_offset -8
 	popq	%rbp
+	.cfi_adjust_cfa_offset -8
 	popq	%rdi
+	.cfi_adjust_cfa_offset -8
 	popq	%rsi
+	.cfi_adjust_cfa_offset -8
 	popq	%rdx
+	.cfi_adjust_cfa_offset -8
 	popq	%rcx
+	.cfi_adjust_cfa_offset -8
 	popq	%rbx
+	.cfi_adjust_cfa_offset -8
 	popq	%rax
+	.cfi_adjust_cfa_offset -8
 	popfq
+	.cfi_adjust_cfa_offset -8
 	ret	$128                    /* to the interrupted rip, over the red zone */
 	.cfi_endproc
 	.size	bb_asyncpreempt, .-bb_asyncpreempt

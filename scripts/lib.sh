@@ -11,7 +11,7 @@ BB_BUILD_TSAN=${BB_BUILD_TSAN:-$BB_ROOT/build-tsan}
 BB_LIB=$BB_BUILD/libbobbin.so
 
 # Everything a fresh Debian 12 needs for the build, the tests and the benchmarks.
-BB_PACKAGES=(meson ninja-build pkg-config gcc g++ libcriterion-dev libffi-dev golang-go wrk)
+BB_PACKAGES=(meson ninja-build pkg-config gcc g++ libcriterion-dev libffi-dev golang-go wrk gdb python3)
 
 bb_say() { printf 'bobbin: %s\n' "$*" >&2; }
 bb_die() { bb_say "$*"; exit 1; }
