@@ -1117,6 +1117,8 @@ int bb_sched_init(void)
 	bb_acquirep(bb_allp[0]);
 	m0->curg = g1;
 	g1->m = m0;
+	if (bb_trace_on) /* main is already running on P0: its first slice */
+		bb_trace_slice_start(bb_allp[0], g1, m0);
 	atomic_store_explicit(&bb_sched_.nlive, 1, memory_order_relaxed);
 	atomic_store_explicit(&bb_sched_.nthreadsmax, 1, memory_order_relaxed);
 	return 0;

@@ -203,6 +203,7 @@ void bb_trace_init(void)
 	trace_path = p;
 	t0 = bb_nanotime();
 	bb_trace_on = true;
+
 	atexit(trace_write);
 	return;
 nomem:
