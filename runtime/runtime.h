@@ -412,6 +412,16 @@ void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- netpoll.c ---- */
 typedef struct bb_pd bb_pd;
+/* what bobbin knows of an open file description: shared by every fd that
+ * dup/dup2/dup3/F_DUPFD made from the same one, as O_NONBLOCK is */
+typedef struct bb_fdesc {
+	_Atomic int32_t refs;
+	_Atomic bool user_nonblock; /* O_NONBLOCK as the program set it */
+	bool forced_nb;             /* bobbin set O_NONBLOCK for real (a socket made
+				       in this process); the program sees user_nonblock */
+} bb_fdesc;
+#define BB_PD_UNB(pd) atomic_load_explicit(&(pd)->desc->user_nonblock, memory_order_relaxed)
+#define BB_PD_FORCED(pd) ((pd)->desc->forced_nb)
 /* one (fd, direction) of a G's wait (netpoll.c); owned by the waiting G,
  * linked into pd->waiters under pd->lock */
 typedef struct bb_pollnode {
@@ -433,12 +443,10 @@ struct bb_pd {
 	bool ready[2];       /* edge seen with no waiter: read, write */
 	bb_pollnode *waiters[2]; /* Gs waiting to read, to write */
 	/* the program's view (shim/fd.c), written by the G using the fd */
-	bool known;          /* kind and flags below are valid */
+	bool known;          /* kind and desc below are valid */
 	uint8_t kind;        /* BB_FD_* */
-	bool user_nonblock;  /* O_NONBLOCK as the program set it */
 	bool nowait_ok;      /* preadv2/pwritev2 RWF_NOWAIT work on this file */
-	bool forced_nb;      /* bobbin set O_NONBLOCK (a socket made in this process);
-				the program still sees user_nonblock */
+	struct bb_fdesc *desc; /* the open file description's flags, shared by dups */
 	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
 };
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };

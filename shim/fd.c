@@ -17,11 +17,34 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+static bb_fdesc *desc_new(bool user_nb, bool forced)
+{
+	bb_fdesc *d = malloc(sizeof *d);
+	if (d) {
+		atomic_init(&d->refs, 1);
+		atomic_init(&d->user_nonblock, user_nb);
+		d->forced_nb = forced;
+	}
+	return d;
+}
+
+static void desc_put(bb_fdesc *d)
+{
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1)
+		free(d);
+}
+
+static void set_user_nb(bb_pd *pd, bool v)
+{
+	atomic_store_explicit(&pd->desc->user_nonblock, v, memory_order_relaxed);
+}
 
 bb_pd *bb_fd_view(int fd)
 {
@@ -33,7 +56,10 @@ bb_pd *bb_fd_view(int fd)
 	if (r < 0)
 		return NULL; /* EBADF: let the real call say so */
 	long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
-	pd->user_nonblock = fl >= 0 && (fl & O_NONBLOCK);
+	bb_fdesc *d = desc_new(fl >= 0 && (fl & O_NONBLOCK), false);
+	if (d == NULL)
+		return NULL;
+	pd->desc = d;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFSOCK:
 		pd->kind = BB_FD_SOCKET;
@@ -57,8 +83,33 @@ bb_pd *bb_fd_view(int fd)
 /* a number was handed out (or closed): forget what we knew about it */
 void bb_fd_forget(int fd)
 {
-	if (bb_active && fd >= 0)
-		bb_netpoll_close(fd);
+	if (!bb_active || fd < 0)
+		return;
+	bb_pd *pd = bb_pd_peek(fd);
+	bb_fdesc *d = pd && pd->known ? pd->desc : NULL;
+	bb_netpoll_close(fd); /* marks it unknown */
+	if (pd && d) {
+		pd->desc = NULL;
+		desc_put(d);
+	}
+}
+
+/* newfd now refers to oldfd's open file description: share the view */
+static void fd_dup_view(int oldfd, int newfd)
+{
+	bb_pd *o = bb_pd_peek(oldfd);
+	if (o == NULL || !o->known || o->desc == NULL)
+		return; /* learned lazily from the kernel, as for any fd */
+	bb_pd *n = bb_pd_get(newfd);
+	if (n == NULL)
+		return;
+	atomic_fetch_add(&o->desc->refs, 1);
+	n->desc = o->desc;
+	n->kind = o->kind;
+	n->nowait_ok = o->nowait_ok;
+	n->rcvtimeo = o->rcvtimeo; /* socket options belong to the socket too */
+	n->sndtimeo = o->sndtimeo;
+	n->known = true;
 }
 
 BB_EXPORT int close(int fd)
@@ -79,9 +130,13 @@ BB_EXPORT int dup2(int oldfd, int newfd)
 		errno = EBUSY; /* as Linux answers for a number it is busy with */
 		return -1;
 	}
-	if (oldfd != newfd)
-		bb_fd_forget(newfd);
-	return REAL(dup2)(oldfd, newfd);
+	if (oldfd == newfd)
+		return REAL(dup2)(oldfd, newfd);
+	bb_fd_forget(newfd);
+	int r = REAL(dup2)(oldfd, newfd);
+	if (r >= 0)
+		fd_dup_view(oldfd, r);
+	return r;
 }
 
 BB_EXPORT int dup3(int oldfd, int newfd, int flags)
@@ -94,7 +149,10 @@ BB_EXPORT int dup3(int oldfd, int newfd, int flags)
 	}
 	if (oldfd != newfd)
 		bb_fd_forget(newfd);
-	return REAL(dup3)(oldfd, newfd, flags);
+	int r = REAL(dup3)(oldfd, newfd, flags);
+	if (r >= 0)
+		fd_dup_view(oldfd, r);
+	return r;
 }
 
 static int newfd(int fd)
@@ -106,7 +164,10 @@ static int newfd(int fd)
 
 BB_EXPORT int dup(int fd)
 {
-	return newfd(REAL(dup)(fd));
+	int r = newfd(REAL(dup)(fd));
+	if (r >= 0)
+		fd_dup_view(fd, r);
+	return r;
 }
 
 /* A socket made in this process is shared with nobody yet: bobbin makes it
@@ -119,9 +180,11 @@ void bb_fd_own_socket(int fd, bool user_nonblock)
 	bb_pd *pd = bb_pd_get(fd);
 	if (pd == NULL)
 		return;
+	bb_fdesc *d = desc_new(user_nonblock, !user_nonblock);
+	if (d == NULL)
+		return;
+	pd->desc = d;
 	pd->kind = BB_FD_SOCKET;
-	pd->user_nonblock = user_nonblock;
-	pd->forced_nb = !user_nonblock;
 	pd->nowait_ok = false;
 	pd->rcvtimeo = pd->sndtimeo = 0;
 	pd->known = true;
@@ -257,21 +320,25 @@ BB_EXPORT int fcntl(int fd, int cmd, ...)
 	case F_GETFL: {
 		int r = REAL(fcntl)(fd, cmd, arg);
 		bb_pd *pd = bb_pd_peek(fd);
-		if (r >= 0 && pd && pd->known && pd->forced_nb && !pd->user_nonblock)
+		if (r >= 0 && pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd))
 			r &= ~O_NONBLOCK; /* the program's view */
 		return r;
 	}
 	case F_SETFL: {
 		bb_pd *pd = bb_pd_peek(fd);
-		bool forced = pd && pd->known && pd->forced_nb;
+		bool forced = pd && pd->known && BB_PD_FORCED(pd);
 		int r = REAL(fcntl)(fd, cmd, forced ? arg | O_NONBLOCK : arg);
 		if (r == 0 && pd && pd->known)
-			pd->user_nonblock = (arg & O_NONBLOCK) != 0;
+			set_user_nb(pd, (arg & O_NONBLOCK) != 0);
 		return r;
 	}
 	case F_DUPFD:
-	case F_DUPFD_CLOEXEC:
-		return newfd(REAL(fcntl)(fd, cmd, arg));
+	case F_DUPFD_CLOEXEC: {
+		int r = newfd(REAL(fcntl)(fd, cmd, arg));
+		if (r >= 0)
+			fd_dup_view(fd, r);
+		return r;
+	}
 	}
 	return REAL(fcntl)(fd, cmd, arg);
 }
@@ -286,8 +353,8 @@ BB_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (bb_active && req == FIONBIO && arg) {
 		bb_pd *pd = bb_pd_peek(fd);
-		if (pd && pd->known && pd->forced_nb) {
-			pd->user_nonblock = *(int *)arg != 0; /* the file stays non-blocking */
+		if (pd && pd->known && BB_PD_FORCED(pd)) {
+			set_user_nb(pd, *(int *)arg != 0); /* the file stays non-blocking */
 			return 0;
 		}
 	}
@@ -295,7 +362,7 @@ BB_EXPORT int ioctl(int fd, unsigned long req, ...)
 	if (r == 0 && bb_active && req == FIONBIO && arg) {
 		bb_pd *pd = bb_pd_peek(fd);
 		if (pd && pd->known)
-			pd->user_nonblock = *(int *)arg != 0;
+			set_user_nb(pd, *(int *)arg != 0);
 	}
 	return r;
 }
@@ -330,7 +397,7 @@ void bb_fd_restore_blocking(void)
 			fd |= 1023; /* a whole block of the table is absent */
 			continue;
 		}
-		if (pd->known && pd->forced_nb && !pd->user_nonblock) {
+		if (pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd)) {
 			long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
 			if (fl >= 0)
 				bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK);

@@ -59,7 +59,7 @@ static int64_t deadline_of(bb_pd *pd, int mode)
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
 	if (pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok)) {
-		ssize_t n = r->call(r, !pd->forced_nb);
+		ssize_t n = r->call(r, !BB_PD_FORCED(pd));
 		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			if (n < 0 && errno == EOPNOTSUPP && pd->kind == BB_FD_PIPE) {
 				pd->nowait_ok = false;
@@ -82,7 +82,7 @@ static ssize_t do_io(ioreq *r)
 	if (pd == NULL)
 		return r->call(r, false);
 	bb_preempt_point();
-	if (pd->user_nonblock)
+	if (BB_PD_UNB(pd))
 		return r->call(r, false); /* EAGAIN is the program's to see */
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
 		bb_testcancel();
@@ -126,7 +126,7 @@ static ssize_t do_io(ioreq *r)
 static ssize_t do_write_all(ioreq *r)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
-	if (pd == NULL || pd->user_nonblock || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+	if (pd == NULL || BB_PD_UNB(pd) || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
 		return do_io(r);
 	size_t total = r->len, done = 0;
 	char *base = r->buf;
@@ -218,7 +218,7 @@ BB_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	if (n <= 0 || !bb_on_g())
 		return n;
 	bb_pd *pd = bb_pd_peek(fd);
-	if (pd == NULL || pd->user_nonblock || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
+	if (pd == NULL || BB_PD_UNB(pd) || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
 		return n;
 	size_t done = (size_t)n, skip = (size_t)n;
 	for (int i = 0; i < iovcnt; i++) {
@@ -326,9 +326,9 @@ BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int fla
 	for (;;) {
 		bb_testcancel();
 		int nfd = -1;
-		if (pd->forced_nb || pd->user_nonblock) {
+		if (BB_PD_FORCED(pd) || BB_PD_UNB(pd)) {
 			nfd = REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK);
-			if (nfd < 0 && (pd->user_nonblock || (errno != EAGAIN && errno != EWOULDBLOCK)))
+			if (nfd < 0 && (BB_PD_UNB(pd) || (errno != EAGAIN && errno != EWOULDBLOCK)))
 				return -1;
 		} else {
 			struct pollfd p = {fd, POLLIN, 0};
@@ -365,9 +365,9 @@ BB_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
-	if (pd == NULL || pd->user_nonblock)
+	if (pd == NULL || BB_PD_UNB(pd))
 		return REAL(connect)(fd, addr, len);
-	if (!pd->forced_nb) {
+	if (!BB_PD_FORCED(pd)) {
 		bb_entersyscall();
 		int r = REAL(connect)(fd, addr, len);
 		int e = errno;
@@ -469,9 +469,9 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	if (real == NULL)
 		real = (ssize_t(*)(int, int, off_t *, size_t))next("sendfile");
 	bb_pd *pd = bb_on_g() ? bb_fd_view(out) : NULL;
-	if (pd == NULL || pd->user_nonblock)
+	if (pd == NULL || BB_PD_UNB(pd))
 		return real(out, in, off, count);
-	if (!pd->forced_nb) {
+	if (!BB_PD_FORCED(pd)) {
 		bb_entersyscall();
 		ssize_t n = real(out, in, off, count);
 		int e = errno;
