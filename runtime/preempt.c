@@ -135,6 +135,7 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc)
 	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
 	bb_casgstatus(gp, Grunning, Gsyscall);
 	pp->syscalltick++;
+	atomic_store_explicit(&pp->syscallm, mp, memory_order_relaxed);
 	mp->oldp = pp;
 	mp->p = NULL;
 	pp->m = NULL;
@@ -240,25 +241,32 @@ void bb_preemptone(bb_p *pp)
 
 /* sysmon: the G on pp has ignored preemption for a whole slice more. If its
  * thread sleeps in the kernel, ask that M to give up the P (see detach_p). */
+/* the kernel's state letter of an OS thread (R running or runnable, S/D
+ * sleeping in the kernel), or 0 if it cannot be read */
+char bb_thread_state(pid_t tid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
+	if (fd < 0)
+		return 0;
+	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
+	bb_sys(SYS_close, fd, 0, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *paren = strrchr(buf, ')'); /* the name may hold spaces */
+	if (paren == NULL || paren[1] != ' ')
+		return 0;
+	return paren[2];
+}
+
 void bb_check_stuck(bb_p *pp)
 {
 	bb_m *mp = pp->m;
 	if (mp == NULL || mp->tid <= 0 || !bb_async_preempt)
 		return;
-	char path[64], buf[256];
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", mp->tid);
-	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
-	if (fd < 0)
-		return;
-	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
-	bb_sys(SYS_close, fd, 0, 0);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	char *paren = strrchr(buf, ')'); /* the name may hold spaces */
-	if (paren == NULL || paren[1] != ' ')
-		return;
-	char state = paren[2];
+	char state = bb_thread_state(mp->tid);
 	if (state != 'S' && state != 'D')
 		return;
 	mp->detach_req = true;

@@ -187,6 +187,7 @@ struct bb_p {
 	uint32_t schedtick;       /* owner P: incremented on every new time slice */
 	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
 	uint32_t syscalltick;     /* bumped by each entersyscall; read racily by sysmon */
+	_Atomic(bb_m *) syscallm; /* the M in the system call while Psyscall (for sysmon) */
 	_Atomic uint32_t switchtick; /* bumped by every execute: sysmon's "same G since" */
 	bb_m *m;                  /* back-link to the M holding it */
 
@@ -486,6 +487,7 @@ extern uint64_t bb_xsave_size;
 void bb_preempt_init(void);
 void bb_preemptone(bb_p *pp);
 void bb_check_stuck(bb_p *pp);
+char bb_thread_state(pid_t tid);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */

@@ -49,6 +49,7 @@ void bb_entersyscall(void)
 		mp->syscallstart = bb_nanotime();
 	}
 	pp->syscalltick++;
+	atomic_store_explicit(&pp->syscallm, mp, memory_order_relaxed);
 	mp->oldp = pp;
 	mp->p = NULL;
 	pp->m = NULL;

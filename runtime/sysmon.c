@@ -81,6 +81,13 @@ static int retake(int64_t now)
 		    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0 &&
 		    pd[i].syscallwhen + SYSCALL_RETAKE_NS > now)
 			continue;
+		/* an M that is not asleep in the kernel (R: running, or waiting
+		 * for a CPU on a loaded machine) is about to come back: a new OS
+		 * thread would not help it; wait for it up to 10 ms */
+		bb_m *sm = atomic_load_explicit(&pp->syscallm, memory_order_acquire);
+		if (pd[i].syscallwhen + SYSCALL_RETAKE_NS > now && sm && sm->tid > 0 &&
+		    bb_thread_state(sm->tid) == 'R')
+			continue;
 		uint32_t s = Psyscall;
 		if (atomic_compare_exchange_strong_explicit(&pp->status, &s, Pidle,
 							    memory_order_acq_rel,
