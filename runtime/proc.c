@@ -613,6 +613,7 @@ static void gosched_m(bb_g *gp)
 	bb_lock_acquire(&bb_sched_.lock);
 	bb_globrunqput(gp);
 	bb_lock_release(&bb_sched_.lock);
+	bb_wakep(); /* an idle P may take it: Gs that yield spread over the Ps */
 	bb_schedule();
 }
 
