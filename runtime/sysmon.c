@@ -46,7 +46,7 @@ static int retake(int64_t now)
 		if (status == Prunning) {
 			/* the same G for a whole time slice: ask it to yield */
 			uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
-			if (pd[i].switchtick != t) {
+			if (pd[i].switchtick != t || pd[i].switchwhen == 0) { /* or first sight */
 				pd[i].switchtick = t;
 				pd[i].switchwhen = now;
 				pd[i].firstask = 0;
