@@ -154,6 +154,18 @@ void bb_schedtrace(int64_t since_start_ms)
 			  pp->id, atomic_load(&pp->status), pp->schedtick, pp->syscalltick,
 			  mp ? (long long)mp->id : -1LL, bb_runqlen(pp), pp->gfreecnt, pp->ntimers);
 	}
+	int32_t nm = atomic_load(&bb_nallm);
+	for (int32_t i = 0; i < nm && i < BB_ALLM_MAX; i++) {
+		bb_m *mp = bb_allm[i];
+		if (mp == NULL)
+			continue;
+		bb_p *pp = mp->p;
+		bb_g *cg = mp->curg;
+		bb_printf("  M%lld: p=%d curg=%lld spinning=%d tid=%d lockedg=%lld%s\n",
+			  (long long)mp->id, pp ? pp->id : -1, cg ? (long long)cg->goid : -1LL,
+			  mp->spinning, mp->tid, mp->lockedg ? (long long)mp->lockedg->goid : -1LL,
+			  mp->oldp ? " (in a system call)" : "");
+	}
 	int32_t total = atomic_load_explicit(&nallgs, memory_order_acquire);
 	for (int32_t i = 0; i < total; i++) {
 		bb_g *gp = allgs[i];

@@ -25,11 +25,18 @@ int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
 void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
+/* every M ever made, for scheddetail and dumps (Ms are never freed) */
+bb_m *bb_allm[BB_ALLM_MAX];
+_Atomic int32_t bb_nallm;
+
 bb_m *bb_allocm(void)
 {
 	bb_m *mp = calloc(1, sizeof *mp);
 	if (mp == NULL)
 		return NULL;
+	int32_t slot = atomic_fetch_add(&bb_nallm, 1);
+	if (slot < BB_ALLM_MAX)
+		bb_allm[slot] = mp;
 	mp->self = mp;
 	mp->id = atomic_fetch_add_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 	mp->fastrand[0] = (uint32_t)(0x9e3779b9u * (uint32_t)(mp->id + 1));

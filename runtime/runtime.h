@@ -371,6 +371,9 @@ void bb_lock_os_thread(void);
 void bb_unlock_os_thread(void);
 
 /* ---- m.c ---- */
+#define BB_ALLM_MAX 4096
+extern bb_m *bb_allm[BB_ALLM_MAX];
+extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
 int bb_newm(bb_p *pp, bool spinning);
 void bb_stopm(void);
