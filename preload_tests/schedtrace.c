@@ -3,8 +3,9 @@
  *
  * Under bobbin (LD_PRELOAD names libbobbin) this program re-executes itself
  * (reexec.h) as a short busy child: 4 threads computing and 4 sleeping in
- * 1 ms steps for about 500 ms of wall time, then "busy child: done" on
- * stdout. Runs, each checked on the child's stderr:
+ * 1 ms steps for about 500 ms of wall time (when tracing, until 4 SCHED lines
+ * are in its stderr file too, at most 10 s: sysmon may get little CPU on a
+ * loaded machine), then "busy child: done" on stdout. Runs, each checked on the child's stderr:
  *  - BOBBIN_DEBUG=schedtrace=50: at least 3 lines
  *    "SCHED <t>ms: gomaxprocs=G idleprocs=I threads=T spinningthreads=S
  *    needspinning=N idlethreads=D runqueue=Q [q0 q1 ...]" with G equal to
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,12 +39,12 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t busy_until;
+static atomic_int stop;
 
 static void *computer(void *arg)
 {
     uint64_t x = (uintptr_t)arg + 1;
-    while (now_ms() < busy_until)
+    while (!atomic_load_explicit(&stop, memory_order_relaxed))
         for (int i = 0; i < 10000; i++)
             x = x * 6364136223846793005u + 1442695040888963407u;
     return (void *)(uintptr_t)(x & 1);
@@ -51,19 +53,50 @@ static void *computer(void *arg)
 static void *napper(void *arg)
 {
     (void)arg;
-    while (now_ms() < busy_until) {
+    while (!atomic_load(&stop)) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
     return NULL;
 }
 
+/* SCHED lines written so far on our stderr, when it is a regular file (the
+ * parent's temporary file), else -1 */
+static int sched_lines_so_far(void)
+{
+    struct stat st;
+    if (fstat(2, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    static char buf[1 << 16];
+    ssize_t n = pread(2, buf, sizeof buf - 1, 0);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    int lines = 0;
+    for (char *p = buf; (p = strstr(p, "SCHED ")) != NULL; p += 6)
+        lines++;
+    return lines;
+}
+
+/* busy for 500 ms; when tracing, until 4 SCHED lines are out too (sysmon
+ * may get little CPU on a loaded machine), at most 10 s */
 static int busy_child(void)
 {
-    busy_until = now_ms() + 500;
+    const char *dbg = getenv("BOBBIN_DEBUG");
+    int tracing = dbg && strstr(dbg, "schedtrace") != NULL;
+    int64_t start = now_ms();
     pthread_t t[8];
     for (int i = 0; i < 8; i++)
         pthread_create(&t[i], NULL, i < 4 ? computer : napper, (void *)(intptr_t)i);
+    for (;;) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+        int64_t el = now_ms() - start;
+        if (el >= 10000 || (el >= 500 && (!tracing || sched_lines_so_far() < 0 ||
+                                          sched_lines_so_far() >= 4)))
+            break;
+    }
+    atomic_store(&stop, 1);
     for (int i = 0; i < 8; i++)
         pthread_join(t[i], NULL);
     printf("busy child: done\n");

@@ -10,7 +10,7 @@
  * waitpid for a child that sleeps until it is killed. Then, from main and from
  * one more thread: setuid(getuid()), setgid(getgid()), seteuid(geteuid()),
  * setegid(getegid()), setreuid, setregid, setresuid, setresgid, each 3
- * times: every call must return 0, and not hang (alarm watchdog, 30 s).
+ * times: every call must return 0, and not hang (alarm watchdog, 50 s).
  * When run as root, also setresgid(-1, 4242, -1) (a change the kernel makes
  * per thread): every task in /proc/self/task must then show effective gid
  * 4242, and 0 again after it is set back. The spinners' counters must keep
@@ -176,8 +176,9 @@ static void sleep_ms(int ms)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* what got done shows if the watchdog fires */
     signal(SIGALRM, on_alarm);
-    alarm(30);
+    alarm(50);
     fflush(stdout);
     child = fork();
     REQUIRE(child >= 0, "fork");
