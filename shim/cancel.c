@@ -94,10 +94,8 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		if (atomic_compare_exchange_weak(ch, &old, nv))
 			break;
 	}
-	if (gp == bb_getg()) {
-		bb_testcancel(); /* acts at once only if that is enabled */
-		return 0;
-	}
+	if (gp == bb_getg())
+		return 0; /* deferred: it acts at its next cancellation point */
 	if (!(atomic_load(ch) & CANCELSTATE_BITMASK))
 		bb_interrupt(gp); /* parked at a cancellation point: let it act */
 	return 0;

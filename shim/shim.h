@@ -106,6 +106,7 @@ static inline bool bb_on_g(void)
 		 * back before touching the scheduler (preempt.c, detach_p) */
 		mp->detached = false;
 		bb_exitsyscall();
+		mp = bb_getm(); /* exitsyscall may have moved the G to another M */
 	}
 	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0))
 		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
