@@ -94,6 +94,19 @@ static void child(void)
 			bb_pidleput(pp);
 		}
 	}
+	/* glibc's child side took THREAD_SELF (the G's TCB) for the surviving
+	 * thread and moved every other thread's stack, this OS thread's own
+	 * included, to its stack cache, where the next pthread_create would
+	 * reuse the stack we run on. Take ours back out (list_t at 704). */
+	if (mp->id != 0 && mp->tcb) {
+		void **l = (void **)((char *)mp->tcb + 704);
+		void **next = l[0], **prev = l[1];
+		if (next && prev && next != (void *)l) {
+			prev[0] = next;
+			next[1] = prev;
+			l[0] = l[1] = l;
+		}
+	}
 	mp->spinning = false;
 	mp->nextp = NULL;
 	mp->detach_req = mp->detached = false;

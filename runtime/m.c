@@ -69,6 +69,49 @@ static void *mstart(void *arg)
 	bb_schedule();
 }
 
+/* glibc's SIGSETXID handler (setuid & co. from any thread) works on
+ * THREAD_SELF, which must be the OS thread's own struct pthread, the one in
+ * glibc's thread list, not the running G's: run it there (DESIGN.md §3.1).
+ * glibc installs it with its first real pthread_create, i.e. our first M. */
+#define SIGSETXID 33
+struct kaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+static void (*glibc_setxid)(int, siginfo_t *, void *);
+
+static void setxid_wrapper(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t own = 0;
+	if (bb_getgsbase() != 0) {
+		bb_m *mp = bb_getm();
+		/* M0's own TCB is the initial thread's, which G1 kept */
+		own = (uintptr_t)(mp->id == 0 && bb_main_g ? bb_main_g->tcb : mp->tcb);
+	}
+	uintptr_t fs = bb_getfsbase();
+	if (own && own != fs)
+		bb_setfsbase(own);
+	glibc_setxid(sig, si, uc);
+	if (own && own != fs)
+		bb_setfsbase(fs);
+}
+
+static void wrap_setxid_once(void)
+{
+	static _Atomic int done;
+	if (atomic_load(&done) || atomic_exchange(&done, 1))
+		return;
+	struct kaction ka;
+	if (bb_rawsyscall6(SYS_rt_sigaction, SIGSETXID, 0, (long)&ka, 8, 0, 0) != 0 ||
+	    ka.handler == NULL || ka.handler == (void *)SIG_IGN || ka.handler == (void *)setxid_wrapper)
+		return;
+	glibc_setxid = (void (*)(int, siginfo_t *, void *))ka.handler;
+	ka.handler = (void *)setxid_wrapper;
+	bb_rawsyscall6(SYS_rt_sigaction, SIGSETXID, (long)&ka, 0, 8, 0, 0);
+}
+
 /* Start an OS thread for a new M that will run with pp. Returns 0 or an errno. */
 int bb_newm(bb_p *pp, bool spinning)
 {
@@ -100,6 +143,8 @@ int bb_newm(bb_p *pp, bool spinning)
 	if (err != 0) {
 		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 		free(mp);
+	} else {
+		wrap_setxid_once();
 	}
 	return err;
 }

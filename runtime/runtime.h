@@ -161,6 +161,7 @@ struct bb_g {
 	void *waitobj;       /* the joined G for BB_WAIT_JOIN */
 	bool interrupted;    /* woken by bb_interrupt */
 	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
+	volatile bool in_cancel_call; /* in glibc's cancellable wrapper of a blocking call */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */

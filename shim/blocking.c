@@ -15,8 +15,11 @@
 		if (!bb_on_g())                          \
 			return REAL(name) args;          \
 		bb_testcancel();                         \
+		bb_g *g_ = bb_getg();                    \
 		bb_entersyscall();                       \
+		g_->in_cancel_call = true;               \
 		ret r_ = REAL(name) args;                \
+		g_->in_cancel_call = false;              \
 		int e_ = errno;                          \
 		bb_exitsyscall();                        \
 		errno = e_;                              \
@@ -62,6 +65,28 @@ static void *next_sym(const char *name)
 		return r_;                                                \
 	}
 
+/* the same, for calls that glibc makes cancellation points and that
+ * pthread_cancel may interrupt with SIGCANCEL (cancel.c) */
+#define WRAP_NEXT_CANCEL(ret, name, params, args)                               \
+	BB_EXPORT ret name params                                         \
+	{                                                                 \
+		static ret(*real) params;                                 \
+		if (real == NULL)                                         \
+			real = (ret(*) params)next_sym(#name);            \
+		if (!bb_on_g())                                           \
+			return real args;                                 \
+		bb_testcancel();                                          \
+		bb_g *g_ = bb_getg();                                     \
+		bb_entersyscall();                                        \
+		g_->in_cancel_call = true;                                \
+		ret r_ = real args;                                       \
+		g_->in_cancel_call = false;                               \
+		int e_ = errno;                                           \
+		bb_exitsyscall();                                         \
+		errno = e_;                                               \
+		return r_;                                                \
+	}
+
 WRAP_NEXT(int, getaddrinfo, (const char *node, const char *svc, const struct addrinfo *hints,
 			     struct addrinfo **res), (node, svc, hints, res))
 WRAP_NEXT(int, getnameinfo, (const struct sockaddr *sa, socklen_t salen, char *host,
@@ -80,8 +105,8 @@ WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, 
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n))
 WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),
 	  (id, ops, n, ts))
-WRAP_NEXT(int, sigwait, (const sigset_t *set, int *sig), (set, sig))
-WRAP_NEXT(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info))
-WRAP_NEXT(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *ts),
+WRAP_NEXT_CANCEL(int, sigwait, (const sigset_t *set, int *sig), (set, sig))
+WRAP_NEXT_CANCEL(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info))
+WRAP_NEXT_CANCEL(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *ts),
 	  (set, info, ts))
-WRAP_NEXT(int, sigsuspend, (const sigset_t *mask), (mask))
+WRAP_NEXT_CANCEL(int, sigsuspend, (const sigset_t *mask), (mask))

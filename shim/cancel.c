@@ -24,6 +24,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define OFF_CANCELHANDLING 776
 #define OFF_CLEANUP 760
@@ -71,8 +73,15 @@ void *bb_run_with_landing_pad(bb_g *gp)
 		g->exit_called = false;
 		return g->fn(g->arg);
 	}
-	/* glibc unwound the stack: pthread_exit or cancellation */
+	/* glibc unwound the stack: pthread_exit or cancellation (maybe out of
+	 * a blocking call, from glibc's SIGCANCEL handler: then the G is still
+	 * between entersyscall and exitsyscall) */
 	gp = bb_getg();
+	if (atomic_load(&gp->status) == Gsyscall) {
+		gp->in_cancel_call = false;
+		bb_exitsyscall();
+		gp = bb_getg();
+	}
 	return gp->exit_called ? gp->result : PTHREAD_CANCELED;
 }
 
@@ -84,6 +93,17 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	if (gp->is_main)
 		return real_cancel(th);
 	_Atomic int *ch = (_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING);
+	bb_m *mp = gp->m;
+	if (gp->in_cancel_call && mp && mp->tid > 0) {
+		/* blocked in the kernel inside glibc's cancellable wrapper, which
+		 * made it asynchronously cancellable: glibc's pthread_cancel marks
+		 * it as NPTL does (and installs glibc's SIGCANCEL handler); its
+		 * signal to the fake tid goes nowhere, so send it to the M. The
+		 * handler runs on the G's TCB and unwinds it out of the call. */
+		real_cancel(th);
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
+		return 0;
+	}
 	int old = atomic_load(ch);
 	for (;;) {
 		if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
@@ -96,8 +116,9 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	}
 	if (gp == bb_getg())
 		return 0; /* deferred: it acts at its next cancellation point */
-	if (!(atomic_load(ch) & CANCELSTATE_BITMASK))
-		bb_interrupt(gp); /* parked at a cancellation point: let it act */
+	if (atomic_load(ch) & CANCELSTATE_BITMASK)
+		return 0;
+	bb_interrupt(gp); /* parked at a cancellation point: let it act */
 	return 0;
 }
 

@@ -249,6 +249,7 @@ BB_EXPORT int open(const char *path, int flags, ...)
 	if (!bb_on_g())
 		return REAL(open)(path, flags, mode);
 	/* opening a FIFO blocks until the other end opens: not on our M */
+	bb_testcancel();
 	bb_entersyscall();
 	int fd = REAL(open)(path, flags, mode);
 	bb_exitsyscall();
