@@ -13,6 +13,7 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <grp.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -175,3 +176,50 @@ BB_EXPORT int prctl(int option, ...)
 	}
 	return real(option, a2, a3, a4, a5);
 }
+
+/* ---- set*id from any thread ----
+ *
+ * glibc's set*id functions change every thread of the process: they signal
+ * each thread in glibc's list except THREAD_SELF, and make the system call
+ * themselves. Under bobbin THREAD_SELF would be the calling G's TCB, which
+ * for main is the initial thread's entry, so M0 would be skipped whenever
+ * main runs elsewhere. So the call runs on the M's own TCB (for M0, the
+ * initial thread's), as if the OS thread itself called; errno is carried
+ * back to the G. */
+
+static uintptr_t own_tcb(void)
+{
+	bb_m *mp = bb_getm();
+	return (uintptr_t)(mp->id == 0 && bb_main_g ? bb_main_g->tcb : mp->tcb);
+}
+
+#define SETID_WRAP(name, params, args)                                   \
+	BB_EXPORT int name params                                         \
+	{                                                                 \
+		static int(*real) params;                                 \
+		if (real == NULL)                                         \
+			real = (int(*) params)next(#name);                \
+		if (!bb_on_g())                                           \
+			return real args;                                 \
+		uintptr_t g_fs = bb_getfsbase(), m_fs = own_tcb();        \
+		if (m_fs == g_fs || m_fs == 0)                            \
+			return real args;                                 \
+		bb_lock_os_thread(); /* no switch while on the M's TCB */ \
+		bb_setfsbase(m_fs);                                       \
+		int r_ = real args;                                       \
+		int e_ = errno;                                           \
+		bb_setfsbase(g_fs);                                       \
+		bb_unlock_os_thread();                                    \
+		errno = e_;                                               \
+		return r_;                                                \
+	}
+
+SETID_WRAP(setuid, (uid_t u), (u))
+SETID_WRAP(setgid, (gid_t g), (g))
+SETID_WRAP(seteuid, (uid_t u), (u))
+SETID_WRAP(setegid, (gid_t g), (g))
+SETID_WRAP(setreuid, (uid_t r, uid_t e), (r, e))
+SETID_WRAP(setregid, (gid_t r, gid_t e), (r, e))
+SETID_WRAP(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+SETID_WRAP(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+SETID_WRAP(setgroups, (size_t n, const gid_t *l), (n, l))
