@@ -217,9 +217,12 @@ void bb_dump_all(const char *why)
 			  gp->is_main ? " (main)" : "");
 		if (st == Gwaiting && gp->waitsince)
 			bb_printf("  waiting for %lld ms\n", (long long)((now - gp->waitsince) / 1000000));
-		bb_printf("  start routine %p, stack [%p, %p)%s\n", (void *)gp->fn,
-			  (void *)gp->stack_lo, (void *)gp->stack_hi,
-			  mp ? "" : "");
+		bb_printf("  start routine %p, stack [%p, %p)\n", (void *)gp->fn,
+			  (void *)gp->stack_lo, (void *)gp->stack_hi);
+		if (gp->createpc) {
+			bb_printf("  created by thread %llu at:\n", (unsigned long long)gp->creator);
+			print_frame(0, gp->createpc);
+		}
 		if (mp)
 			bb_printf("  on M%lld (tid %d)\n", (long long)mp->id, mp->tid);
 		/* a parked G's frame chain, from its saved frame pointer */

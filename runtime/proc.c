@@ -860,6 +860,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->detached = attr->detached;
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	gp->sigmask = mp->curg->sigmask;                     /* as clone copies the mask */
+	gp->createpc = attr->createpc;
+	gp->creator = mp->curg->goid;
 	bb_tcb_prepare(gp, reused);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);

@@ -175,6 +175,8 @@ struct bb_g {
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
+	uintptr_t createpc;  /* where pthread_create was called from, for dumps */
+	uint64_t creator;    /* goid of the creating thread */
 	struct _Unwind_Exception exit_exc; /* pthread_exit's forced unwind */
 };
 _Static_assert(offsetof(bb_g, ctx) == 0, "asm reads g->ctx at 0");
@@ -338,6 +340,7 @@ typedef struct bb_gattr {
 	size_t guardsize;
 	bool detached;
 	void **handle;     /* where to store the pthread_t before the G can run */
+	uintptr_t createpc; /* the caller of pthread_create, for dumps */
 } bb_gattr;
 bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err);
 void bb_gosched(void);

@@ -68,6 +68,7 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 		.guardsize = guard,
 		.detached = detach == PTHREAD_CREATE_DETACHED,
 		.handle = (void **)th,
+		.createpc = (uintptr_t)__builtin_return_address(0),
 	};
 	int err = 0;
 	bb_g *gp = bb_newproc(fn, arg, &ba, &err);
