@@ -12,7 +12,9 @@
  * then in poll; main sends it SIGHUP (handler without SA_RESTART) after 200 ms.
  * Natively both calls return -1/EINTR at once.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>

@@ -13,7 +13,9 @@
  * Two creators, one joining and one detaching, 10,000 named threads each. Natively
  * it ends in well under a second.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
