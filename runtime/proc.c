@@ -743,6 +743,13 @@ static void goexit0(bb_g *gp)
 	bb_m *mp = bb_getm();
 	mp->curg = NULL;
 	gp->m = NULL;
+	/* unlock first: once a joiner runs it may free gp and a new G reuse it */
+	bool was_locked = gp->lockedm == mp;
+	if (was_locked) {
+		gp->lockedm = NULL;
+		gp->lockcount = 0;
+		mp->lockedg = NULL;
+	}
 	bb_lock_acquire(&gp->lock);
 	bb_casgstatus(gp, Grunning, Gdead);
 	bb_g *joiner = NULL;
@@ -757,12 +764,9 @@ static void goexit0(bb_g *gp)
 		bb_gfree(gp);
 	else if (joiner)
 		bb_goready(joiner);
-	if (gp->lockedm == mp) {
+	if (was_locked) {
 		/* its thread-level kernel state (affinity, namespaces...) was the
 		 * G's: the M dies with it, as in Go, unless it is the initial one */
-		gp->lockedm = NULL;
-		gp->lockcount = 0;
-		mp->lockedg = NULL;
 		if (mp->id != 0 && bb_mexit_hook) {
 			bb_handoffp(releasep());
 			atomic_fetch_sub(&bb_sched_.mcount, 1);

@@ -22,13 +22,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* End this OS thread from g0. Not through glibc's pthread_exit: it would
+ * unwind g0's scheduler frames. The kernel clears the thread's tid and wakes
+ * its waiters (glibc's set*id treats the gone thread as done); its stack
+ * and TCB, glibc's, stay allocated: one per locked thread that ended. */
 static void mexit(void)
 {
-	static void (*real_exit)(void *);
-	if (real_exit == NULL)
-		real_exit = (void (*)(void *))dlsym(RTLD_NEXT, "pthread_exit");
-	real_exit(NULL); /* on g0, the M's own TCB: the OS thread ends */
-	__builtin_unreachable();
+	for (;;)
+		bb_rawsyscall6(SYS_exit, 0, 0, 0, 0, 0, 0);
 }
 
 void bb_identity_init(void)

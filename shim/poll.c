@@ -73,6 +73,19 @@ static int wait_pollfds(const struct pollfd *fds, nfds_t n, int64_t deadline)
 	return err;
 }
 
+/* a signal handler ran while we waited: poll, select and epoll_wait are
+ * never restarted after a handler, whatever SA_RESTART says */
+static bool handler_ran(void)
+{
+	bb_g *gp = bb_getg();
+	bb_take_eintr();
+	if (!gp->sig_ran)
+		return false;
+	gp->sig_ran = false;
+	errno = EINTR;
+	return true;
+}
+
 static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 {
 	int saved = errno;
@@ -83,7 +96,10 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
+		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(fds, n, deadline);
+		if (handler_ran())
+			return -1;
 		if (err == ETIMEDOUT) {
 			r = REAL(poll)(fds, n, 0);
 			if (r >= 0)
@@ -158,9 +174,12 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 				n++;
 			}
 		}
+		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(p, n, deadline);
 		if (p != stackp)
 			free(p);
+		if (handler_ran())
+			return -1;
 		if (r)
 			*r = r0;
 		if (w)
@@ -229,7 +248,10 @@ static int epoll_until(int epfd, struct epoll_event *ev, int max, int64_t deadli
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
 		struct pollfd p = {epfd, POLLIN, 0};
+		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(&p, 1, deadline);
+		if (handler_ran())
+			return -1;
 		if (err == ETIMEDOUT) {
 			r = REAL(epoll_wait)(epfd, ev, max, 0);
 			if (r >= 0)
