@@ -398,57 +398,28 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-/* positioned I/O: regular files (and ESPIPE for the rest) */
-BB_EXPORT ssize_t pread(int fd, void *buf, size_t len, off_t off)
-{
-	if (!bb_on_g())
-		return REAL(pread)(fd, buf, len, off);
-	bb_entersyscall();
-	ssize_t n = REAL(pread)(fd, buf, len, off);
-	int e = errno;
-	bb_exitsyscall();
-	errno = e;
-	return n;
-}
+/* positioned I/O: regular files (and ESPIPE for the rest), inside
+ * entersyscall like blocking.c's calls */
+#define IN_SYSCALL(name, params, args)                \
+	BB_EXPORT ssize_t name params                  \
+	{                                              \
+		if (!bb_on_g())                        \
+			return REAL(name) args;        \
+		bb_entersyscall();                     \
+		ssize_t n_ = REAL(name) args;          \
+		int e_ = errno;                        \
+		bb_exitsyscall();                      \
+		errno = e_;                            \
+		return n_;                             \
+	}
 
-BB_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
-{
-	if (!bb_on_g())
-		return REAL(pwrite)(fd, buf, len, off);
-	bb_entersyscall();
-	ssize_t n = REAL(pwrite)(fd, buf, len, off);
-	int e = errno;
-	bb_exitsyscall();
-	errno = e;
-	return n;
-}
+IN_SYSCALL(pread, (int fd, void *buf, size_t len, off_t off), (fd, buf, len, off))
+IN_SYSCALL(pwrite, (int fd, const void *buf, size_t len, off_t off), (fd, buf, len, off))
+IN_SYSCALL(preadv, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
+IN_SYSCALL(pwritev, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
 
 BB_EXPORT ssize_t pread64(int fd, void *buf, size_t len, off_t off) __attribute__((alias("pread")));
 BB_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) __attribute__((alias("pwrite")));
-
-BB_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	if (!bb_on_g())
-		return REAL(preadv)(fd, iov, cnt, off);
-	bb_entersyscall();
-	ssize_t n = REAL(preadv)(fd, iov, cnt, off);
-	int e = errno;
-	bb_exitsyscall();
-	errno = e;
-	return n;
-}
-
-BB_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	if (!bb_on_g())
-		return REAL(pwritev)(fd, iov, cnt, off);
-	bb_entersyscall();
-	ssize_t n = REAL(pwritev)(fd, iov, cnt, off);
-	int e = errno;
-	bb_exitsyscall();
-	errno = e;
-	return n;
-}
 
 /* ---- sendfile, splice, recvmmsg, sendmmsg ---- */
 
