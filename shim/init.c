@@ -15,6 +15,7 @@
 
 extern char __libc_single_threaded;
 void bb_cancel_init(void);
+void bb_thread_defaults_init(void);
 void bb_identity_init(void);
 void bb_signal_init(void);
 void *bb_run_with_landing_pad(bb_g *gp);
@@ -84,6 +85,7 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 	pthread_sigmask(SIG_SETMASK, NULL, &bb_initial_sigmask);
 	bb_g_exit_hook = bb_tsd_run_destructors;
 	bb_cancel_init();
+	bb_thread_defaults_init();
 	bb_identity_init();
 	bb_signal_init();
 	bb_g_run_hook = bb_run_with_landing_pad;

@@ -10,6 +10,7 @@
  */
 #include "shim.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -30,6 +31,39 @@ struct glibc_attr {
 _Static_assert(sizeof(struct glibc_attr) <= sizeof(pthread_attr_t), "attr overlay");
 #define ATTR_FLAG_STACKADDR 0x0008
 
+/* the process's default thread attributes, as pthread_getattr_default_np
+ * gives them: 0 until first read */
+static _Atomic size_t default_stacksize, default_guardsize;
+
+static void cache_defaults(void)
+{
+	pthread_attr_t def;
+	size_t ss = 0, gs = 0;
+	if (bb_real.pthread_getattr_default_np && bb_real.pthread_getattr_default_np(&def) == 0) {
+		pthread_attr_getstacksize(&def, &ss);
+		pthread_attr_getguardsize(&def, &gs);
+		pthread_attr_destroy(&def);
+	}
+	atomic_store(&default_guardsize, gs);
+	atomic_store(&default_stacksize, ss);
+}
+
+BB_EXPORT int pthread_setattr_default_np(const pthread_attr_t *attr)
+{
+	static int (*real)(const pthread_attr_t *);
+	if (real == NULL)
+		real = (int (*)(const pthread_attr_t *))dlsym(RTLD_NEXT, "pthread_setattr_default_np");
+	int r = real(attr);
+	if (r == 0)
+		cache_defaults();
+	return r;
+}
+
+void bb_thread_defaults_init(void)
+{
+	cache_defaults();
+}
+
 BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
 			     void *arg)
 {
@@ -38,10 +72,30 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 	pthread_attr_t def;
 	const pthread_attr_t *a = attr;
 	if (a == NULL) {
-		if (bb_real.pthread_getattr_default_np(&def) != 0)
-			return EAGAIN;
-		a = &def;
+		/* the common case: the process defaults, cached (they change only
+		 * through pthread_setattr_default_np, interposed below) */
+		bb_g *self = bb_getg();
+		bb_gattr ba = {
+			.stacksize = atomic_load_explicit(&default_stacksize, memory_order_relaxed),
+			.guardsize = atomic_load_explicit(&default_guardsize, memory_order_relaxed),
+			.handle = (void **)th,
+			.createpc = (uintptr_t)__builtin_return_address(0),
+		};
+		if (ba.stacksize == 0) {
+			if (bb_real.pthread_getattr_default_np(&def) != 0)
+				return EAGAIN;
+			a = &def;
+			goto from_attr;
+		}
+		int err = 0;
+		bb_g *gp = bb_newproc(fn, arg, &ba, &err);
+		if (gp == NULL)
+			return err;
+		gp->schedpolicy = self->schedpolicy; /* inherited, as NPTL's default */
+		gp->schedprio = self->schedprio;
+		return 0;
 	}
+from_attr:;
 	const struct glibc_attr *ga = (const struct glibc_attr *)a;
 	size_t stacksize = 0, guard = 0;
 	int detach = PTHREAD_CREATE_JOINABLE;
