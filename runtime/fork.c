@@ -74,7 +74,6 @@ static void child(void)
 	atomic_store(&bb_sched_.timersleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);
 	atomic_store(&bb_sched_.nlive, 1);
-	atomic_store(&bb_sched_.nsyscall, 0);
 	bb_allgs_forkchild(mp->curg);
 	bb_sched_.pidle = NULL;
 	atomic_store(&bb_sched_.npidle, 0);

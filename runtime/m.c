@@ -18,7 +18,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-sigset_t bb_initial_sigmask; /* the mask every M runs with (per-G masks: later) */
 
 int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
 
@@ -112,6 +111,25 @@ static void wrap_setxid_once(void)
 	bb_rawsyscall6(SYS_rt_sigaction, SIGSETXID, (long)&ka, 0, 8, 0, 0);
 }
 
+/* A detached OS thread of bobbin's own, made with the real pthread_create,
+ * that starts with every signal blocked but glibc's SIGCANCEL and SIGSETXID
+ * (which must always get through, as glibc's pthread_sigmask ensures). The
+ * mask is switched with the raw system call: pthread_sigmask is interposed. */
+int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, stacksize);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	uint64_t all = ~((1ull << (32 - 1)) | (1ull << (33 - 1))), old;
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+	pthread_t th;
+	int err = bb_real_pthread_create(&th, &attr, fn, arg);
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
 /* Start an OS thread for a new M that will run with pp. Returns 0 or an errno. */
 int bb_newm(bb_p *pp, bool spinning)
 {
@@ -127,19 +145,8 @@ int bb_newm(bb_p *pp, bool spinning)
 		return EAGAIN;
 	mp->nextp = pp;
 	mp->spinning = spinning;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* the new thread starts with every signal blocked until its gs base is
-	 * set (a handler may look at the M); mstart then takes the initial mask */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t th;
-	int err = bb_real_pthread_create(&th, &attr, mstart, mp);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	/* mstart takes a mask once its gs base is set (a handler may look at the M) */
+	int err = bb_start_os_thread(mstart, mp, 256 * 1024);
 	if (err != 0) {
 		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 		free(mp);

@@ -132,14 +132,7 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc)
 	if (pp == NULL || in_bobbin(pc) ||
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
 		return;
-	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
-	bb_casgstatus(gp, Grunning, Gsyscall);
-	pp->syscalltick++;
-	atomic_store_explicit(&pp->syscallm, mp, memory_order_relaxed);
-	mp->oldp = pp;
-	mp->p = NULL;
-	pp->m = NULL;
-	atomic_store_explicit(&pp->status, Psyscall, memory_order_release);
+	bb_syscall_release_p(mp, gp);
 	mp->detached = true;
 	atomic_fetch_add_explicit(&bb_stats_.stuck_detached, 1, memory_order_relaxed);
 }

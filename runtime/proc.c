@@ -33,7 +33,6 @@
 #include <time.h>
 
 bb_p **bb_allp;
-_Atomic int64_t bb_stats_threads_created;
 bb_g *bb_main_g;
 
 /* bobbin's own signals stay deliverable whatever the program blocks */
@@ -235,7 +234,10 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
-	atomic_fetch_add_explicit(&mp->p->switchtick, 1, memory_order_relaxed);
+	/* owner P only writes it; sysmon reads it */
+	atomic_store_explicit(&mp->p->switchtick,
+			      atomic_load_explicit(&mp->p->switchtick, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	mp->switches++;
 	if (__builtin_expect(mp->sigmask != strip_ours(gp->sigmask), 0))
 		bb_apply_sigmask(mp, gp->sigmask);
@@ -571,7 +573,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	gp->waitreason = reason;
-	atomic_fetch_add_explicit(&bb_stats_.parks[reason & 15], 1, memory_order_relaxed);
+	mp->p->parks[reason & 15]++;
 	if (bb_debug.schedtrace_ms || reason == waitReasonJoin || reason == waitReasonMutex)
 		gp->waitsince = bb_nanotime();
 	if (gp->libclocks > 0) {
@@ -875,7 +877,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->ctx.fsbase = (uint64_t)(uintptr_t)gp->tcb;
 	current_fpenv(&gp->ctx); /* a new thread starts with its creator's FP env */
 
-	atomic_fetch_add_explicit(&bb_stats_threads_created, 1, memory_order_relaxed);
+	pp->ncreated++;
 	int32_t live = atomic_fetch_add_explicit(&bb_sched_.nlive, 1, memory_order_relaxed) + 1;
 	if (live == 2)
 		bb_sysmon_ensure(); /* from now on someone may need preempting */

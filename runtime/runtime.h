@@ -190,6 +190,9 @@ struct bb_p {
 	uint32_t schedtick;       /* owner P: incremented on every new time slice */
 	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
 	uint32_t syscalltick;     /* bumped by each entersyscall; read racily by sysmon */
+	/* statistics, owner P only (summed racily for BOBBIN_STATS at exit):
+	 * per P so that counting costs no shared cache line on a hot path */
+	uint64_t nsyscalls, ncreated, parks[16];
 	_Atomic(bb_m *) syscallm; /* the M in the system call while Psyscall (for sysmon) */
 	_Atomic uint32_t switchtick; /* bumped by every execute: sysmon's "same G since" */
 	bb_m *m;                  /* back-link to the M holding it */
@@ -269,7 +272,6 @@ typedef struct bb_sched {
 	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
 	_Atomic int64_t sleepuntil;  /* its deadline */
 	_Atomic uint32_t timerwake;  /* futex word it sleeps on */
-	_Atomic int32_t nsyscall;    /* Gs between entersyscall and exitsyscall */
 } bb_sched;
 
 extern bb_sched bb_sched_;
@@ -363,6 +365,7 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time); /* g0 */
 
 /* ---- syscall.c ---- */
 void bb_entersyscall(void);
+void bb_syscall_release_p(bb_m *mp, bb_g *gp);
 void bb_exitsyscall(void);
 void bb_handoffp(bb_p *pp);
 extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
@@ -379,13 +382,13 @@ void bb_unlock_os_thread(void);
 extern bb_m *bb_allm[BB_ALLM_MAX];
 extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
+int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
 void bb_stopm(void);
 void bb_startm(bb_p *pp, bool spinning);
 void bb_m_on_thread_start(bb_m *mp);
 extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
 #include <signal.h>
-extern sigset_t bb_initial_sigmask;
 void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
@@ -481,13 +484,10 @@ typedef struct bb_stats {
 	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
 	_Atomic uint64_t stuck_detached;    /* Ps taken from Ms stuck in unseen calls */
 	_Atomic uint64_t steals;            /* successful steals from another P */
-	_Atomic uint64_t syscalls;          /* entersyscall */
 	_Atomic uint64_t netpoll_ready;     /* Gs made ready by the network poller */
 	_Atomic uint64_t timer_fires;       /* timers run */
-	_Atomic uint64_t parks[16];         /* parks by wait reason */
 } bb_stats;
 extern bb_stats bb_stats_;
-extern _Atomic int64_t bb_stats_threads_created; /* pthread_create calls that made a G */
 extern bool bb_async_preempt;
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;

@@ -35,14 +35,12 @@ void bb_sysmon_ensure(void)
 	}
 }
 
-void bb_entersyscall(void)
+/* The P leaves its M for a system call of gp: from entersyscall, or from
+ * the M's own signal handler when sysmon finds it stuck (preempt.c). */
+void bb_syscall_release_p(bb_m *mp, bb_g *gp)
 {
-	bb_m *mp = bb_getm();
-	bb_g *gp = mp->curg;
 	bb_p *pp = mp->p;
-	bb_sysmon_ensure();
-	atomic_fetch_add_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&bb_stats_.syscalls, 1, memory_order_relaxed);
+	pp->nsyscalls++;
 	bb_casgstatus(gp, Grunning, Gsyscall);
 	if (__builtin_expect(bb_trace_on, 0)) {
 		bb_trace_slice_end(pp);
@@ -55,6 +53,13 @@ void bb_entersyscall(void)
 	pp->m = NULL;
 	/* release: a sysmon that retakes the P sees it detached from this M */
 	atomic_store_explicit(&pp->status, Psyscall, memory_order_release);
+}
+
+void bb_entersyscall(void)
+{
+	bb_sysmon_ensure();
+	bb_m *mp = bb_getm();
+	bb_syscall_release_p(mp, mp->curg);
 }
 
 static void exitsyscall0(bb_g *gp)
@@ -82,7 +87,6 @@ void bb_exitsyscall(void)
 	bb_g *gp = mp->curg;
 	bb_p *oldp = mp->oldp;
 	mp->oldp = NULL;
-	atomic_fetch_sub_explicit(&bb_sched_.nsyscall, 1, memory_order_relaxed);
 	if (__builtin_expect(bb_trace_on, 0) && mp->syscallstart) {
 		bb_trace_syscall(mp, gp, mp->syscallstart);
 		mp->syscallstart = 0;

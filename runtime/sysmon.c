@@ -170,17 +170,7 @@ void bb_sysmon_start(void)
 		bb_printf("bobbin: no memory for sysmon; blocked system calls keep their P\n");
 		return;
 	}
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 128 * 1024);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* sysmon takes no signals */
-	pthread_t th;
-	int err = bb_real_pthread_create(&th, &attr, sysmon, mp);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	int err = bb_start_os_thread(sysmon, mp, 128 * 1024); /* takes no signals */
 	if (err)
 		bb_printf("bobbin: cannot start sysmon (%d); blocked system calls keep their P\n", err);
 }

@@ -122,37 +122,30 @@ BB_EXPORT int close(int fd)
 	return REAL(close)(fd);
 }
 
-BB_EXPORT int dup2(int oldfd, int newfd)
+/* dup2 and dup3 onto newfd: never onto bobbin's own fds; newfd's old view
+ * is forgotten and it shares oldfd's (same open file description) */
+static int dup_onto(int oldfd, int newfd, int flags, bool three)
 {
-	if (!bb_active)
-		return REAL(dup2)(oldfd, newfd);
-	if (bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
+	if (bb_active && bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
 		errno = EBUSY; /* as Linux answers for a number it is busy with */
 		return -1;
 	}
-	if (oldfd == newfd)
-		return REAL(dup2)(oldfd, newfd);
-	bb_fd_forget(newfd);
-	int r = REAL(dup2)(oldfd, newfd);
-	if (r >= 0)
+	if (bb_active && oldfd != newfd)
+		bb_fd_forget(newfd);
+	int r = three ? REAL(dup3)(oldfd, newfd, flags) : REAL(dup2)(oldfd, newfd);
+	if (bb_active && r >= 0 && oldfd != newfd)
 		fd_dup_view(oldfd, r);
 	return r;
 }
 
+BB_EXPORT int dup2(int oldfd, int newfd)
+{
+	return dup_onto(oldfd, newfd, 0, false);
+}
+
 BB_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	if (!bb_active)
-		return REAL(dup3)(oldfd, newfd, flags);
-	if (bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
-		errno = EBUSY;
-		return -1;
-	}
-	if (oldfd != newfd)
-		bb_fd_forget(newfd);
-	int r = REAL(dup3)(oldfd, newfd, flags);
-	if (r >= 0)
-		fd_dup_view(oldfd, r);
-	return r;
+	return dup_onto(oldfd, newfd, flags, true);
 }
 
 static int newfd(int fd)

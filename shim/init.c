@@ -26,9 +26,15 @@ static void print_stats(void)
 	static const char *const reasons[] = {"other", "join", "once", "sema/futex", "sleep",
 					      "yield", "mutex", "cond", "I/O"};
 	bb_stats *st = &bb_stats_;
-	uint64_t switches = 0;
-	for (int32_t i = 0; i < bb_gomaxprocs; i++)
-		switches += atomic_load(&bb_allp[i]->switchtick);
+	uint64_t switches = 0, syscalls = 0, created = 0, parks[16] = {0};
+	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
+		bb_p *pp = bb_allp[i];
+		switches += atomic_load(&pp->switchtick);
+		syscalls += pp->nsyscalls;
+		created += pp->ncreated;
+		for (int k = 0; k < 16; k++)
+			parks[k] += pp->parks[k];
+	}
 	bb_printf("bobbin stats (BOBBIN_MAXPROCS=%d):\n"
 		  "  threads created          %lld\n"
 		  "  peak live threads        %d\n"
@@ -45,10 +51,10 @@ static void print_stats(void)
 		  "  preempted at signal      %llu\n"
 		  "  refused (unsafe point)   %llu\n"
 		  "  preempted at a call      %llu\n",
-		  bb_gomaxprocs, (long long)atomic_load(&bb_stats_threads_created),
+		  bb_gomaxprocs, (long long)created,
 		  atomic_load(&bb_sched_.nthreadsmax), atomic_load(&bb_sched_.mcount),
 		  (unsigned long long)switches, (unsigned long long)atomic_load(&st->steals),
-		  (unsigned long long)atomic_load(&st->syscalls),
+		  (unsigned long long)syscalls,
 		  (unsigned long long)atomic_load(&st->handoffs),
 		  (unsigned long long)atomic_load(&st->stuck_detached),
 		  (unsigned long long)atomic_load(&st->netpoll_ready),
@@ -60,7 +66,7 @@ static void print_stats(void)
 		  (unsigned long long)atomic_load(&st->preempt_coop));
 	bb_printf("  parks by reason:");
 	for (unsigned i = 0; i < sizeof reasons / sizeof *reasons; i++) {
-		uint64_t n = atomic_load(&st->parks[i]);
+		uint64_t n = parks[i];
 		if (n)
 			bb_printf(" %s=%llu", reasons[i], (unsigned long long)n);
 	}
@@ -82,7 +88,6 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 	bb_env_init();
 	if (bb_tls_init() != 0)
 		return;
-	pthread_sigmask(SIG_SETMASK, NULL, &bb_initial_sigmask);
 	bb_g_exit_hook = bb_tsd_run_destructors;
 	bb_cancel_init();
 	bb_thread_defaults_init();

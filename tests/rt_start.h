@@ -57,7 +57,6 @@ static inline void rt_start(int maxprocs)
 	bb_have_fsgsbase = (getauxval(AT_HWCAP2) & 2) != 0;
 	bb_real_pthread_create =
 		(int (*)(void *, const void *, void *(*)(void *), void *))pthread_create;
-	pthread_sigmask(SIG_SETMASK, NULL, &bb_initial_sigmask);
 	bb_env_init();
 	if (maxprocs > 0)
 		cr_assert_eq(bb_cfg.maxprocs, maxprocs);
