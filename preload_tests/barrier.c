@@ -27,45 +27,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "probe.h"
+#define PROBE_NAME "barrier"
+#include "expect.h"
 
 #define NTHREADS 64
 #define ROUNDS 1000
-
-static const char *volatile current_probe = "start";
-
-static void on_alarm(int sig)
-{
-    static const char pre[] = "barrier: watchdog: hung in probe: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
-
-static const char *ename(int rc)
-{
-    const char *n = rc == 0 ? "0" : strerrorname_np(rc);
-    return n ? n : "?";
-}
-
-static void expect(const char *what, int rc, int want)
-{
-    current_probe = what;
-    printf("%s: %s\n", what, ename(rc));
-    fflush(stdout);
-    CHECK(rc == want, "%s: got %s, want %s", what, ename(rc), ename(want));
-}
-
-static void expect_val(const char *what, long got, long want)
-{
-    current_probe = what;
-    printf("%s: %ld\n", what, got);
-    fflush(stdout);
-    CHECK(got == want, "%s: got %ld, want %ld", what, got, want);
-}
 
 /* ---- rounds ---- */
 

@@ -30,59 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.h"
+#define PROBE_NAME "mutex_errors"
+#include "expect.h"
 
 #define MS 1000000LL
 
-static const char *volatile current_probe = "start";
-
-static void on_alarm(int sig)
-{
-    static const char pre[] = "mutex_errors: watchdog: hung in probe: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
-
-static const char *ename(int rc)
-{
-    const char *n = rc == 0 ? "0" : strerrorname_np(rc);
-    return n ? n : "?";
-}
-
-static void expect(const char *what, int rc, int want)
-{
-    current_probe = what;
-    printf("%s: %s\n", what, ename(rc));
-    fflush(stdout);
-    CHECK(rc == want, "%s: got %s, want %s", what, ename(rc), ename(want));
-}
-
-static void expect_val(const char *what, long got, long want)
-{
-    current_probe = what;
-    printf("%s: %ld\n", what, got);
-    fflush(stdout);
-    CHECK(got == want, "%s: got %ld, want %ld", what, got, want);
-}
-
-static int64_t ns_of(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* now + ns on clock */
-static struct timespec after(clockid_t clock, int64_t ns)
-{
-    int64_t t = ns_of(clock) + ns;
-    return (struct timespec){ t / 1000000000, t % 1000000000 };
-}
-
 /* ---- a helper thread that runs one mutex operation while main watches ---- */
 
 enum op { OP_HOLD, OP_UNLOCK, OP_TRYLOCK, OP_LOCK_EXIT };

@@ -27,28 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.h"
+#define PROBE_NAME "semaphore"
+#define EXPECT_OWN_EXPECT
+#include "expect.h"
 
 #define MS 1000000LL
-
-static const char *volatile current_probe = "start";
-
-static void on_alarm(int sig)
-{
-    static const char pre[] = "semaphore: watchdog: hung in probe: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
-
-static const char *ename(int e)
-{
-    const char *n = e == 0 ? "0" : strerrorname_np(e);
-    return n ? n : "?";
-}
 
 /* a call returning 0 or -1 with errno: prints "what: 0" or "what: -1 ENAME" */
 static void expect(const char *what, int rc, int err, int want_rc, int want_err)
@@ -68,27 +51,6 @@ static void expect(const char *what, int rc, int err, int want_rc, int want_err)
         int rc_ = (call);                                    \
         expect(what, rc_, errno, want_rc, want_err);         \
     } while (0)
-
-static void expect_val(const char *what, long got, long want)
-{
-    current_probe = what;
-    printf("%s: %ld\n", what, got);
-    fflush(stdout);
-    CHECK(got == want, "%s: got %ld, want %ld", what, got, want);
-}
-
-static int64_t ns_of(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static struct timespec after(clockid_t clock, int64_t ns)
-{
-    int64_t t = ns_of(clock) + ns;
-    return (struct timespec){ t / 1000000000, t % 1000000000 };
-}
 
 static int value_of(sem_t *s)
 {
