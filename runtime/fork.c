@@ -69,6 +69,10 @@ static void child(void)
 	atomic_store(&bb_sched_.runqsize, 0);
 	bb_sched_.midle = NULL;
 	bb_sched_.nmidle = 0;
+	bb_sched_.nmdropping = 0;
+	bb_sched_.npend = 0;
+	bb_sched_.pendp = NULL;
+	mp->dropping = false;
 	atomic_store(&bb_sched_.mcount, 1);
 	atomic_store(&bb_sched_.nmspinning, 0);
 	atomic_store(&bb_sched_.timersleeper, NULL);

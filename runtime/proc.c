@@ -144,14 +144,98 @@ static bb_p *releasep(void)
 
 /* ---- Ms: start, stop ---- */
 
-/* Park this M until startm hands it a P. */
+/* ---- dropping Ms ----
+ *
+ * An M that has just put its P on the idle list in findrunnable cannot be
+ * found by startm until it is on midle or is the timer sleeper. A wakep in
+ * that window (the M that ran a G that just exited readies the joiner, say)
+ * would start a new OS thread although an M is about to sleep; a create and
+ * join loop made two or three extra that way. So such an M is counted as
+ * dropping, and startm that finds no idle M leaves its P on the pending
+ * list for it. A dropping M looks at that list, under sched.lock, whenever
+ * it takes a P or becomes findable; npend <= nmdropping always, so every
+ * pending P is taken. */
+
+/* sched.lock held: mp starts dropping */
+static void drop_begin(bb_m *mp)
+{
+	mp->dropping = true;
+	bb_sched_.nmdropping++;
+}
+
+/* sched.lock held: mp stops dropping (if it was) */
+static void drop_end(bb_m *mp)
+{
+	if (mp->dropping) {
+		mp->dropping = false;
+		bb_sched_.nmdropping--;
+	}
+}
+
+/* sched.lock held: a P left for a dropping M, or NULL. *spin: it comes with
+ * a spinning M already counted in nmspinning. */
+static bb_p *pendget(bool *spin)
+{
+	bb_p *pp = bb_sched_.pendp;
+	if (pp) {
+		bb_sched_.pendp = pp->link;
+		bb_sched_.npend--;
+		*spin = pp->pendspin;
+	}
+	return pp;
+}
+
+/* Take a P as an M without one (sched.lock not held): a pending one first,
+ * else (idle) an idle one. The M holds it on return and is spinning, counted,
+ * if the P came that way. NULL: none; a dropping M stays dropping. */
+bb_p *bb_drop_takep(bool idle)
+{
+	bb_m *mp = bb_getm();
+	bool spin = false;
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_p *pp = pendget(&spin);
+	if (pp == NULL && idle)
+		pp = bb_pidleget();
+	if (pp)
+		drop_end(mp);
+	bb_lock_release(&bb_sched_.lock);
+	if (pp) {
+		bb_acquirep(pp);
+		mp->spinning = spin;
+	}
+	return pp;
+}
+
+/* sched.lock held, for the timer sleeper (timer.c): a P left pending for
+ * the dropping mp, which then stops dropping; or NULL */
+bb_p *bb_drop_pending(bb_m *mp, bool *spin)
+{
+	bb_p *pp = pendget(spin);
+	if (pp)
+		drop_end(mp);
+	return pp;
+}
+
+void bb_drop_end(bb_m *mp) { drop_end(mp); }
+void bb_drop_begin(bb_m *mp) { drop_begin(mp); }
+
+/* Park this M until startm hands it a P (or take one left pending). */
 void bb_stopm(void)
 {
 	bb_m *mp = bb_getm();
 	if (mp->p || mp->spinning)
 		bb_throw("stopm: M holds a P or is spinning");
-	bb_idle_sigmask(mp);
 	bb_lock_acquire(&bb_sched_.lock);
+	bool spin = false;
+	bb_p *pp = mp->lockedg ? NULL : pendget(&spin);
+	drop_end(mp);
+	if (pp) {
+		bb_lock_release(&bb_sched_.lock);
+		bb_acquirep(pp);
+		mp->spinning = spin;
+		return;
+	}
+	bb_idle_sigmask(mp);
 	mput(mp);
 	bb_lock_release(&bb_sched_.lock);
 	bb_notesleep(&mp->park);
@@ -175,10 +259,21 @@ void bb_startm(bb_p *pp, bool spinning)
 		}
 	}
 	bb_m *nmp = mget();
-	bb_lock_release(&bb_sched_.lock);
-	if (nmp == NULL && bb_timer_sleeper_take(pp, spinning))
-		return;
 	if (nmp == NULL) {
+		if (bb_timer_sleeper_take(pp, spinning)) {
+			bb_lock_release(&bb_sched_.lock);
+			bb_timer_kick();
+			return;
+		}
+		if (bb_sched_.npend < bb_sched_.nmdropping) {
+			pp->pendspin = spinning;
+			pp->link = bb_sched_.pendp;
+			bb_sched_.pendp = pp;
+			bb_sched_.npend++;
+			bb_lock_release(&bb_sched_.lock);
+			return;
+		}
+		bb_lock_release(&bb_sched_.lock);
 		int saved = errno;
 		int err = bb_newm(pp, spinning);
 		errno = saved;
@@ -193,6 +288,7 @@ void bb_startm(bb_p *pp, bool spinning)
 		}
 		return;
 	}
+	bb_lock_release(&bb_sched_.lock);
 	if (nmp->spinning || nmp->nextp)
 		bb_throw("startm: idle M is spinning or has a P");
 	nmp->spinning = spinning;
@@ -363,6 +459,7 @@ top:;
 	}
 	releasep();
 	bb_pidleput(pp);
+	drop_begin(mp);
 	bb_lock_release(&bb_sched_.lock);
 
 	if (mp->spinning) {
@@ -373,14 +470,12 @@ top:;
 		for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 			if (!bb_runqempty(bb_allp[i]) ||
 			    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
-				bb_lock_acquire(&bb_sched_.lock);
-				bb_p *p2 = bb_pidleget();
-				bb_lock_release(&bb_sched_.lock);
-				if (p2) {
-					bb_acquirep(p2);
-					mp->spinning = true;
-					atomic_fetch_add_explicit(&bb_sched_.nmspinning, 1,
-								  memory_order_relaxed);
+				if (bb_drop_takep(true)) {
+					if (!mp->spinning) {
+						mp->spinning = true;
+						atomic_fetch_add_explicit(&bb_sched_.nmspinning, 1,
+									  memory_order_relaxed);
+					}
 					goto top;
 				}
 				break;
@@ -396,11 +491,7 @@ top:;
 	if (slept == BB_SLEEP_WOKE) {
 		/* a deadline passed, an earlier timer came, or the poller readied
 		 * Gs: find a P for them */
-		bb_lock_acquire(&bb_sched_.lock);
-		bb_p *p2 = bb_pidleget();
-		bb_lock_release(&bb_sched_.lock);
-		if (p2) {
-			bb_acquirep(p2);
+		if (bb_drop_takep(true)) {
 			gp = take_one(&list);
 			bb_injectglist(list);
 			if (gp)

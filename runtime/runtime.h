@@ -186,7 +186,8 @@ enum { Pidle, Prunning, Psyscall, Pdead };
 struct bb_p {
 	int32_t id;
 	_Atomic uint32_t status;  /* sched.lock for Pidle transitions; owner otherwise */
-	bb_p *link;               /* idle list: sched.lock */
+	bb_p *link;               /* idle list, pending list: sched.lock */
+	bool pendspin;            /* on the pending list with a spinning M counted */
 	uint32_t schedtick;       /* owner P: incremented on every new time slice */
 	uint32_t inherited;       /* owner P: runs in a row that inherited the slice */
 	uint32_t syscalltick;     /* bumped by each entersyscall; read racily by sysmon */
@@ -240,6 +241,7 @@ struct bb_m {
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
 	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
+	bool dropping;            /* counted in sched.nmdropping: sched.lock */
 	void *waitarg;
 };
 
@@ -251,6 +253,12 @@ typedef struct bb_sched {
 	/* idle Ms: sched.lock */
 	bb_m *midle;
 	int32_t nmidle;
+	/* Ms that gave up their P in findrunnable and are not yet findable
+	 * (neither on midle nor the timer sleeper), and Ps startm left for
+	 * them instead of making an OS thread: sched.lock, npend <= nmdropping */
+	int32_t nmdropping;
+	int32_t npend;
+	bb_p *pendp;
 	_Atomic int32_t mcount;     /* Ms created */
 	int32_t maxmcount;
 	/* idle Ps: sched.lock for the list, atomic for the count */
@@ -385,6 +393,10 @@ bb_m *bb_allocm(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
 void bb_stopm(void);
+bb_p *bb_drop_takep(bool idle);
+bb_p *bb_drop_pending(bb_m *mp, bool *spin);
+void bb_drop_end(bb_m *mp);
+void bb_drop_begin(bb_m *mp);
 void bb_startm(bb_p *pp, bool spinning);
 void bb_m_on_thread_start(bb_m *mp);
 extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);

@@ -193,6 +193,19 @@ int64_t bb_nexttimer(void)
 	return next;
 }
 
+/* Stop being the timer sleeper, unless startm took this M already (then
+ * it hands over a P). Dropping again: see proc.c. */
+static bool leave_sleeper(bb_m *mp)
+{
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_m *me = mp;
+	bool ok = atomic_compare_exchange_strong(&bb_sched_.timersleeper, &me, NULL);
+	if (ok)
+		bb_drop_begin(mp);
+	bb_lock_release(&bb_sched_.lock);
+	return ok;
+}
+
 /* Called by an M with no P and no work. If timers are pending, or Gs wait
  * on the network poller, and no other M is the sleeper, block until the
  * earliest timer (in epoll_wait once the poller exists, else on a futex).
@@ -211,13 +224,28 @@ int bb_timer_sleep(bb_g **list)
 		bool net = bb_netpoll_inited() && atomic_load(&bb_netpoll_waiters) > 0;
 		if (next == 0 && !net)
 			return BB_SLEEP_NONE;
-		bb_m *none = NULL;
-		if (!atomic_compare_exchange_strong(&bb_sched_.timersleeper, &none, mp))
-			return BB_SLEEP_NONE; /* another M keeps the timers */
+		/* becoming the sleeper makes this dropping M findable by startm
+		 * (proc.c): under sched.lock, after taking any P left pending */
+		bb_lock_acquire(&bb_sched_.lock);
+		bool spin = false;
+		bb_p *pp = bb_drop_pending(mp, &spin);
+		if (pp == NULL) {
+			bb_m *none = NULL;
+			if (!atomic_compare_exchange_strong(&bb_sched_.timersleeper, &none, mp)) {
+				bb_lock_release(&bb_sched_.lock);
+				return BB_SLEEP_NONE; /* another M keeps the timers */
+			}
+			bb_drop_end(mp);
+		}
+		bb_lock_release(&bb_sched_.lock);
+		if (pp) {
+			bb_acquirep(pp);
+			mp->spinning = spin;
+			return BB_SLEEP_GOTP;
+		}
 		atomic_store(&bb_sched_.sleepuntil, next ? next : INT64_MAX);
 		if (atomic_load(&bb_sched_.timergen) != gen) {
-			bb_m *me = mp;
-			if (atomic_compare_exchange_strong(&bb_sched_.timersleeper, &me, NULL))
+			if (leave_sleeper(mp))
 				continue; /* a timer was added meanwhile: recompute */
 		} else {
 			int64_t delay = next ? next - bb_nanotime() : -1;
@@ -233,22 +261,22 @@ int bb_timer_sleep(bb_g **list)
 				bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
 			}
 		}
-		bb_m *me = mp;
-		if (atomic_compare_exchange_strong(&bb_sched_.timersleeper, &me, NULL))
+		if (leave_sleeper(mp))
 			return BB_SLEEP_WOKE;
 		/* startm took this M as its idle M: wait for the P it hands over */
-		bb_p *pp;
-		while ((pp = atomic_load_explicit(&mp->handp, memory_order_acquire)) == NULL)
+		bb_p *hp;
+		while ((hp = atomic_load_explicit(&mp->handp, memory_order_acquire)) == NULL)
 			__builtin_ia32_pause();
 		atomic_store_explicit(&mp->handp, NULL, memory_order_relaxed);
-		bb_acquirep(pp);
+		bb_acquirep(hp);
 		return BB_SLEEP_GOTP;
 	}
 }
 
-/* startm with no idle M on the list: take the timer sleeper instead of
- * making a new OS thread, so the M count stays at MAXPROCS + sysmon + 1.
- * Returns true if pp was handed over (the sleeper now runs it). */
+/* startm with no idle M on the list (sched.lock held): take the timer
+ * sleeper instead of making a new OS thread, so the M count stays at
+ * MAXPROCS + sysmon + 1. Returns true if pp was handed over; the caller
+ * wakes the sleeper (bb_timer_kick) once it has dropped the lock. */
 bool bb_timer_sleeper_take(bb_p *pp, bool spinning)
 {
 	bb_m *mp = atomic_load(&bb_sched_.timersleeper);
@@ -256,7 +284,6 @@ bool bb_timer_sleeper_take(bb_p *pp, bool spinning)
 		return false;
 	mp->spinning = spinning;
 	atomic_store_explicit(&mp->handp, pp, memory_order_release);
-	bb_timer_kick();
 	return true;
 }
 
