@@ -293,10 +293,10 @@ bool bb_deadlock_suspect(void)
 	if (atomic_load(&bb_sched_.npidle) != bb_gomaxprocs ||
 	    atomic_load(&bb_sched_.nmspinning) != 0 || atomic_load(&bb_sched_.runqsize) != 0 ||
 	    bb_nexttimer() != 0 || atomic_load(&bb_netpoll_waiters) != 0 ||
-	    atomic_load(&bb_sched_.nlive) == 0)
+	    bb_nlive() == 0)
 		return false;
 	/* every live G parked, none in a system call (which may still return) */
-	return count_status(Gwaiting) == atomic_load(&bb_sched_.nlive) &&
+	return count_status(Gwaiting) == bb_nlive() &&
 	       count_status(Gsyscall) == 0 && !program_has_handlers();
 }
 

@@ -22,6 +22,7 @@
 void bb_sema_lockall(void);
 void bb_sema_unlockall(void);
 void bb_sema_forkchild(void);
+void bb_stack_forkchild(void);
 void bb_netpoll_lock(void);
 void bb_netpoll_unlock(void);
 void bb_netpoll_forkchild(void);
@@ -61,6 +62,7 @@ static void child(void)
 	bb_p *mine = mp->p;
 	bb_trace_on = false; /* the trace file is the parent's */
 	bb_sema_forkchild();
+	bb_stack_forkchild();
 	bb_netpoll_forkchild();
 	bb_sysmon_forkchild();
 	atomic_store(&bb_sched_.lock.key, 0);
@@ -77,8 +79,10 @@ static void child(void)
 	atomic_store(&bb_sched_.nmspinning, 0);
 	atomic_store(&bb_sched_.timersleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);
-	atomic_store(&bb_sched_.nlive, 1);
 	bb_allgs_forkchild(mp->curg);
+	/* a child forked off another thread has no main: its one thread's
+	 * exit is the last */
+	atomic_store(&bb_sched_.main_gone, !mp->curg->is_main);
 	bb_sched_.pidle = NULL;
 	atomic_store(&bb_sched_.npidle, 0);
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
@@ -91,6 +95,7 @@ static void child(void)
 		atomic_store(&pp->runqhead, 0);
 		atomic_store(&pp->runqtail, 0);
 		atomic_store(&pp->runnext, NULL);
+		atomic_store(&pp->live, pp == mine); /* the one thread left */
 		if (pp != mine) {
 			pp->m = NULL;
 			atomic_store(&pp->status, Pidle);

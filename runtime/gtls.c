@@ -6,8 +6,9 @@
  * owners in TLS. A G that moves between OS threads must carry all of that, so
  * the fs base follows the G (DESIGN.md §3.1).
  *
- * A block comes from ld.so's _dl_allocate_tls(NULL), which lays out the static
- * TLS of every loaded module and zeroes the TCB; we then fill in the fields of
+ * A block comes from ld.so's _dl_allocate_tls, which lays out the static TLS
+ * of every loaded module, at the top of the G's stack mapping as NPTL puts
+ * it (or malloc'ed, for user stacks and small ones); we then fill in the fields of
  * struct pthread that glibc reads on a running thread. The offsets are those
  * of glibc 2.36 on x86_64; bb_tls_init checks them against glibc's own
  * _thread_db_* descriptors and __rseq_offset, and refuses (bobbin steps aside)
@@ -66,6 +67,7 @@ long bb_off_g_in_tcb = OFF_START_ROUTINE; /* struct pthread's start_routine:
 					     never read for a G, so it holds the G */
 
 static void *(*dl_allocate_tls)(void *);
+static size_t tls_static_size, tls_static_align; /* TLS blocks and TCB together */
 static void (*ctype_init)(void);
 static void (*call_tls_dtors)(void);
 static void (*res_iclose)(res_state, bool);
@@ -142,7 +144,13 @@ int bb_tls_init(void)
 	call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
 	res_iclose = (void (*)(res_state, bool))dlvsym(RTLD_DEFAULT, "__res_iclose", "GLIBC_PRIVATE");
 	void *resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");
-	if (!dl_allocate_tls || !ctype_init || !call_tls_dtors || !resp) {
+	void (*static_info)(size_t *, size_t *) = (void (*)(size_t *, size_t *))dlvsym(
+		RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+	if (static_info)
+		static_info(&tls_static_size, &tls_static_align);
+	if (!dl_allocate_tls || !ctype_init || !call_tls_dtors || !resp || !static_info ||
+	    tls_static_size < SIZEOF_PTHREAD || tls_static_align == 0 ||
+	    (tls_static_align & (tls_static_align - 1))) {
 		bb_printf("bobbin: glibc's private TLS entry points are missing; running natively\n");
 		return -1;
 	}
@@ -156,11 +164,10 @@ int bb_tls_init(void)
 	return 0;
 }
 
-void *bb_tcb_alloc(void)
+/* the fields of a fresh block (zeroed by ld.so or by mmap) that a running
+ * thread's glibc reads */
+static void *tcb_setup(char *t)
 {
-	char *t = dl_allocate_tls(NULL);
-	if (t == NULL)
-		return NULL;
 	memcpy(t + OFF_SYSINFO, proto + OFF_SYSINFO, 8);
 	memcpy(t + OFF_STACK_GUARD, proto + OFF_STACK_GUARD, 8);
 	memcpy(t + OFF_POINTER_GUARD, proto + OFF_POINTER_GUARD, 8);
@@ -182,6 +189,34 @@ void *bb_tcb_alloc(void)
 	return t;
 }
 
+/* a block of its own, from ld.so (malloc) */
+void *bb_tcb_alloc(void)
+{
+	char *t = dl_allocate_tls(NULL);
+	return t ? tcb_setup(t) : NULL;
+}
+
+/* Bytes a block carved from the top of a stack mapping takes, alignment
+ * slack included. */
+size_t bb_tcb_footprint(void)
+{
+	return tls_static_size + tls_static_align;
+}
+
+/* A block laid out, as NPTL does, at the top of a fresh (zero) stack
+ * mapping ending at top: the TCB last, the static TLS blocks below it.
+ * *tls_lo: where the block starts (the stack ends below). One mapping, one
+ * page fault for the TCB and the first stack frames, no malloc. */
+void *bb_tcb_alloc_below(uintptr_t top, uintptr_t *tls_lo)
+{
+	uintptr_t base = (top - tls_static_size) & ~(uintptr_t)(tls_static_align - 1);
+	char *t = dl_allocate_tls((void *)(base + tls_static_size - SIZEOF_PTHREAD));
+	if (t == NULL)
+		return NULL;
+	*tls_lo = base;
+	return tcb_setup(t);
+}
+
 void bb_tcb_prepare(bb_g *gp, bool reused)
 {
 	char *t = gp->tcb;
@@ -201,7 +236,7 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 	*(int *)(t + OFF_TID) = (int)(0x20000000u | (uint32_t)(gp->goid & 0x1fffffff));
 	*(void **)(t + OFF_START_ROUTINE) = gp;
 	*(void **)(t + OFF_STACKBLOCK) = (void *)(gp->stack_lo);
-	*(size_t *)(t + OFF_STACKBLOCK_SIZE) = gp->stack_hi - gp->stack_lo;
+	*(size_t *)(t + OFF_STACKBLOCK_SIZE) = gp->stack_top - gp->stack_lo;
 	*(size_t *)(t + OFF_GUARDSIZE) = gp->guardsize;
 	*(size_t *)(t + OFF_REPORTED_GUARDSIZE) = gp->guardsize;
 }

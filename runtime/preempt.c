@@ -34,6 +34,7 @@ uint64_t bb_xsave_size;
 bool bb_async_preempt;
 int64_t bb_timeslice_ns = 10 * 1000 * 1000;
 bb_stats bb_stats_;
+bool bb_stats_on;
 void (*bb_sigpoke_hook)(void);
 
 void bb_asyncpreempt(void);

@@ -666,7 +666,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	gp->waitreason = reason;
 	mp->p->parks[reason & 15]++;
 	if (bb_debug.schedtrace_ms || reason == waitReasonJoin || reason == waitReasonMutex)
-		gp->waitsince = bb_nanotime();
+		gp->waitsince = bb_nanotime_coarse();
 	if (gp->libclocks > 0) {
 		park_pinned(gp, unlockf, arg);
 		gp->waitreason = waitReasonZero;
@@ -678,7 +678,22 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	gp->waitreason = waitReasonZero;
 }
 
+static void ready(bb_g *gp, bool next);
+
 void bb_goready(bb_g *gp)
+{
+	ready(gp, true);
+}
+
+/* Ready gp behind the Gs already queued here, not in runnext: for a joiner
+ * woken by an exit, so that a loop joining a batch of threads finds the
+ * rest of the batch finished instead of parking once per thread. */
+void bb_goready_tail(bb_g *gp)
+{
+	ready(gp, false);
+}
+
+static void ready(bb_g *gp, bool next)
 {
 	bool pinned = gp->pinned_wait; /* read before the CAS hands the G over */
 	bb_casgstatus(gp, Gwaiting, Grunnable);
@@ -688,7 +703,7 @@ void bb_goready(bb_g *gp)
 	if (__builtin_expect(bb_trace_on, 0) && mp && mp->p)
 		bb_trace_ready(mp->p, mp->curg, gp);
 	if (mp && mp->p) {
-		bb_runqput(mp->p, gp, true);
+		bb_runqput(mp->p, gp, next);
 	} else {
 		bb_lock_acquire(&bb_sched_.lock);
 		bb_globrunqput(gp);
@@ -802,7 +817,7 @@ void bb_gfree(bb_g *gp)
 			bb_stackfree(gp);
 		gp->stack_map = NULL;
 		gp->user_stack = false;
-		gp->stack_lo = gp->stack_hi = 0;
+		gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
 	}
 	gp->joiner = NULL;
 	gp->detached = gp->exited = gp->joined = false;
@@ -856,7 +871,7 @@ static void goexit0(bb_g *gp)
 	if (detached)
 		bb_gfree(gp);
 	else if (joiner)
-		bb_goready(joiner);
+		bb_goready_tail(joiner);
 	if (was_locked) {
 		/* its thread-level kernel state (affinity, namespaces...) was the
 		 * G's: the M dies with it, as in Go, unless it is the initial one */
@@ -874,6 +889,27 @@ static void goexit0(bb_g *gp)
 	bb_schedule();
 }
 
+/* Live Gs: the sum of the per-P counts. Racy while Gs are created and
+ * exit elsewhere; exact when every P is idle. */
+int32_t bb_nlive(void)
+{
+	int32_t n = 0;
+	for (int32_t i = 0; i < bb_gomaxprocs; i++)
+		n += atomic_load(&bb_allp[i]->live);
+	return n;
+}
+
+/* After main has gone, is this exit the last? Exits count under sched.lock,
+ * so of two concurrent last exits the later one sees both decrements (a
+ * G is created only by a live G, whose count is still in). */
+static bool last_exit(void)
+{
+	bb_lock_acquire(&bb_sched_.lock);
+	bool last = bb_nlive() == 0;
+	bb_lock_release(&bb_sched_.lock);
+	return last;
+}
+
 void bb_goexit(void *result)
 {
 	bb_m *mp = bb_getm();
@@ -887,9 +923,15 @@ void bb_goexit(void *result)
 	if (bb_g_exit_hook)
 		bb_g_exit_hook(gp); /* TSD destructors, on the G */
 	bb_tcb_on_g_exit(gp);
-	if (atomic_fetch_sub_explicit(&bb_sched_.nlive, 1, memory_order_acq_rel) == 1)
-		exit(0); /* the last thread ended: as NPTL, the process exits 0 */
 	mp = bb_getm(); /* destructors may have moved us to another M */
+	/* seq_cst, pairs with main's exit: either this exit sees main_gone,
+	 * or main's count (below) sees this exit */
+	bb_p *pp = mp->p;
+	atomic_store(&pp->live, atomic_load_explicit(&pp->live, memory_order_relaxed) - 1);
+	if (gp->is_main)
+		atomic_store(&bb_sched_.main_gone, true);
+	if (atomic_load(&bb_sched_.main_gone) && last_exit())
+		exit(0); /* the last thread ended: as NPTL, the process exits 0 */
 	bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	__builtin_unreachable();
 }
@@ -910,35 +952,38 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	size_t defsize = bb_default_stacksize();
 	guardsize = (guardsize + 4095) & ~(size_t)4095;
 	bb_g *gp = gfget(pp);
-	bool reused = gp != NULL;
 	if (gp == NULL) {
 		gp = calloc(1, sizeof *gp);
 		if (gp == NULL)
 			goto nomem;
 		bb_allgs_add(gp);
-		gp->tcb = bb_tcb_alloc();
-		if (gp->tcb == NULL) {
-			free(gp);
-			goto nomem;
-		}
 		gp->magic = BB_G_MAGIC;
 		atomic_store_explicit(&gp->status, Gdead, memory_order_relaxed);
 	}
-	/* the stack: the user's, the cached default one, or a fresh mapping */
+	bool reused = gp->tcb != NULL; /* its TCB needs re-initialising */
+	/* the stack: the user's, the cached default one, or a fresh mapping
+	 * (which also holds the TCB of a G that has none yet) */
 	if (stackaddr) {
 		if (gp->stack_map)
 			bb_stackfree(gp);
 		gp->stack_map = NULL;
 		gp->user_stack = true;
 		gp->stack_lo = (uintptr_t)stackaddr;
-		gp->stack_hi = (uintptr_t)stackaddr + stacksize;
+		gp->stack_hi = gp->stack_top = (uintptr_t)stackaddr + stacksize;
 		gp->guardsize = 0;
 	} else {
 		size_t want = stacksize ? stacksize : defsize;
 		want = (want + 4095) & ~(size_t)4095;
 		if (gp->stack_map && (gp->stack_mapsize != want + guardsize || gp->guardsize != guardsize))
 			bb_stackfree(gp);
-		if (gp->stack_map == NULL && bb_stackalloc(gp, want, guardsize) != 0) {
+		if (gp->stack_map == NULL && bb_stackalloc(gp, want, guardsize, gp->tcb == NULL) != 0) {
+			gfput(pp, gp);
+			goto nomem;
+		}
+	}
+	if (gp->tcb == NULL) {
+		gp->tcb = bb_tcb_alloc();
+		if (gp->tcb == NULL) {
 			gfput(pp, gp);
 			goto nomem;
 		}
@@ -969,14 +1014,18 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	current_fpenv(&gp->ctx); /* a new thread starts with its creator's FP env */
 
 	pp->ncreated++;
-	int32_t live = atomic_fetch_add_explicit(&bb_sched_.nlive, 1, memory_order_relaxed) + 1;
-	if (live == 2)
-		bb_sysmon_ensure(); /* from now on someone may need preempting */
-	int32_t peak = atomic_load_explicit(&bb_sched_.nthreadsmax, memory_order_relaxed);
-	while (live > peak && !atomic_compare_exchange_weak_explicit(&bb_sched_.nthreadsmax, &peak,
-								     live, memory_order_relaxed,
-								     memory_order_relaxed))
-		;
+	atomic_store_explicit(&pp->live, atomic_load_explicit(&pp->live, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	bb_sysmon_ensure(); /* from now on someone may need preempting */
+	if (__builtin_expect(bb_stats_on, 0)) {
+		int32_t live = bb_nlive();
+		int32_t peak = atomic_load_explicit(&bb_sched_.nthreadsmax, memory_order_relaxed);
+		while (live > peak &&
+		       !atomic_compare_exchange_weak_explicit(&bb_sched_.nthreadsmax, &peak, live,
+							      memory_order_relaxed,
+							      memory_order_relaxed))
+			;
+	}
 	if (attr->handle)
 		*attr->handle = gp->tcb; /* visible before the G can run, as in NPTL */
 	bb_casgstatus(gp, Gdead, Grunnable);
@@ -1191,6 +1240,7 @@ int bb_sched_init(void)
 		g1->stack_lo = (uintptr_t)lo;
 		g1->stack_hi = (uintptr_t)lo + sz;
 	}
+	g1->stack_top = g1->stack_hi;
 	g1->user_stack = true;
 	bb_tcb_adopt_main(g1);
 	bb_allgs_add(g1);
@@ -1219,7 +1269,7 @@ int bb_sched_init(void)
 	g1->m = m0;
 	if (bb_trace_on) /* main is already running on P0: its first slice */
 		bb_trace_slice_start(bb_allp[0], g1, m0);
-	atomic_store_explicit(&bb_sched_.nlive, 1, memory_order_relaxed);
+	atomic_store_explicit(&bb_allp[0]->live, 1, memory_order_relaxed); /* main */
 	atomic_store_explicit(&bb_sched_.nthreadsmax, 1, memory_order_relaxed);
 	return 0;
 }

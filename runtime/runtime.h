@@ -128,6 +128,9 @@ struct bb_g {
 	size_t guardsize;
 	bool user_stack;      /* from pthread_attr_setstack: never freed by us */
 
+	uintptr_t stack_top;  /* end of the thread's block as NPTL reports it: the
+			       * mapping's end when the TCB sits above stack_hi */
+	uintptr_t tcb_pages;  /* the TCB's first page inside stack_map, or 0 */
 	void *tcb;            /* struct pthread of this G; pooled with the G */
 
 	void *(*fn)(void *);
@@ -194,6 +197,10 @@ struct bb_p {
 	/* statistics, owner P only (summed racily for BOBBIN_STATS at exit):
 	 * per P so that counting costs no shared cache line on a hot path */
 	uint64_t nsyscalls, ncreated, parks[16];
+	/* Gs created on this P minus Gs that exited on it: written by the owner
+	 * only, so creating and exiting touch no shared line; their sum over
+	 * all Ps is the number of live Gs (bb_nlive) */
+	_Atomic int32_t live;
 	_Atomic(bb_m *) syscallm; /* the M in the system call while Psyscall (for sysmon) */
 	_Atomic uint32_t switchtick; /* bumped by every execute: sysmon's "same G since" */
 	bb_m *m;                  /* back-link to the M holding it */
@@ -272,8 +279,8 @@ typedef struct bb_sched {
 	/* counts, on their own cache line: written by every create and exit,
 	 * while spinning Ms keep reading the fields above */
 	_Atomic int64_t goidgen __attribute__((aligned(64))); /* handed out in batches */
-	_Atomic int32_t nlive;      /* Gs that have not exited (the process ends at 0) */
-	_Atomic int32_t nthreadsmax;/* peak live Gs */
+	_Atomic int32_t nthreadsmax;/* peak live Gs (only with bb_stats_on) */
+	_Atomic bool main_gone;     /* main has exited: the last exit ends the process */
 	char pad_counts[48];
 	/* timer sleeper (timer.c): all seq_cst */
 	_Atomic uint64_t timergen;   /* bumped by every bb_addtimer */
@@ -318,6 +325,7 @@ void bb_notewakeup(bb_note *n);
 static inline void bb_noteclear(bb_note *n) { atomic_store_explicit(&n->key, 0, memory_order_relaxed); }
 long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts);
 int64_t bb_nanotime(void);
+int64_t bb_nanotime_coarse(void);
 uint32_t bb_fastrand(void);
 long bb_rawsyscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6);
 #define bb_sys(n, a, b, c) bb_rawsyscall6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
@@ -358,10 +366,12 @@ void bb_gosched(void);
  * waiting; returning false from it cancels the park. */
 void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason);
 void bb_goready(bb_g *gp);
+void bb_goready_tail(bb_g *gp);
 __attribute__((noreturn)) void bb_goexit(void *result);
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
 void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
 bb_g *bb_g_from_tcb(void *tcb);
+int32_t bb_nlive(void);
 enum { BB_JOIN_BLOCK, BB_JOIN_TRY, BB_JOIN_TIMED };
 int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline);
 int bb_gdetach(bb_g *gp);
@@ -405,7 +415,7 @@ void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
 /* ---- stack.c ---- */
-int bb_stackalloc(bb_g *gp, size_t size, size_t guard);
+int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
 void bb_stackfree(bb_g *gp);
 void bb_stackrelease(bb_g *gp);
 size_t bb_default_stacksize(void);
@@ -414,6 +424,8 @@ void bb_stack_signal_init(bb_m *mp);
 /* ---- gtls.c ---- */
 int bb_tls_init(void);                    /* 0, or -1 with a reason printed */
 void *bb_tcb_alloc(void);
+void *bb_tcb_alloc_below(uintptr_t top, uintptr_t *tls_lo);
+size_t bb_tcb_footprint(void);
 void bb_tcb_prepare(bb_g *gp, bool reused); /* set fields for this G */
 void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
 void bb_tcb_adopt_main(bb_g *gp);
@@ -500,6 +512,7 @@ typedef struct bb_stats {
 	_Atomic uint64_t timer_fires;       /* timers run */
 } bb_stats;
 extern bb_stats bb_stats_;
+extern bool bb_stats_on; /* BOBBIN_STATS: keep the counts that cost a shared line */
 extern bool bb_async_preempt;
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;

@@ -38,34 +38,99 @@ size_t bb_default_stacksize(void)
 	return default_stacksize;
 }
 
-int bb_stackalloc(bb_g *gp, size_t size, size_t guard)
+/* with_tcb: the G has no TCB yet; if the stack is roomy, its TLS block and
+ * TCB go at the top of the mapping, as NPTL lays out a thread (gp->tcb set) */
+/* Stacks of one size (the default) are carved from chunks of STACK_CHUNK
+ * reserved with one mmap: a burst of thread creation costs one mprotect
+ * (the guard) per stack instead of an mmap and an mprotect. Each stack is
+ * still unmapped on its own (munmap takes any page range). */
+#define STACK_CHUNK 16
+static bb_lock chunklock;
+static uintptr_t chunk_next, chunk_end;
+static size_t chunk_unit;
+
+static void *map_stack(size_t total)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK;
+	if (total != bb_default_stacksize() + PAGE)
+		return mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+	void *p = NULL;
+	bb_lock_acquire(&chunklock);
+	if (chunk_unit != total || chunk_next == chunk_end) {
+		void *c = mmap(NULL, total * STACK_CHUNK, PROT_READ | PROT_WRITE, flags, -1, 0);
+		if (c != MAP_FAILED) {
+			/* what is left of an older chunk is given back */
+			if (chunk_next != chunk_end)
+				munmap((void *)chunk_next, chunk_end - chunk_next);
+			chunk_unit = total;
+			chunk_next = (uintptr_t)c;
+			chunk_end = chunk_next + total * STACK_CHUNK;
+		}
+	}
+	if (chunk_unit == total && chunk_next != chunk_end) {
+		p = (void *)chunk_next;
+		chunk_next += total;
+	}
+	bb_lock_release(&chunklock);
+	return p ? p : mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+}
+
+/* another thread may have held chunklock at the fork, mid-update: the child
+ * starts a chunk of its own (the parent's rest is only address space) */
+void bb_stack_forkchild(void)
+{
+	atomic_store(&chunklock.key, 0);
+	chunk_next = chunk_end = 0;
+}
+
+int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 {
 	size = (size + PAGE - 1) & ~(PAGE - 1);
 	guard = (guard + PAGE - 1) & ~(PAGE - 1);
 	size_t total = size + guard;
-	void *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	void *p = map_stack(total);
 	if (p == MAP_FAILED)
 		return -1;
 	if (guard && mprotect(p, guard, PROT_NONE) != 0) {
 		munmap(p, total);
 		return -1;
 	}
+	uintptr_t top = (uintptr_t)p + total, hi = top, tcb_pages = 0;
+	void *tcb = NULL;
+	if (with_tcb && size >= bb_tcb_footprint() + 64 * 1024) {
+		uintptr_t tls_lo;
+		tcb = bb_tcb_alloc_below(top, &tls_lo);
+		if (tcb == NULL) {
+			munmap(p, total);
+			return -1;
+		}
+		hi = tls_lo & ~(uintptr_t)63;
+		tcb_pages = tls_lo & ~(PAGE - 1);
+		gp->tcb = tcb;
+	}
 	gp->stack_map = p;
 	gp->stack_mapsize = total;
 	gp->guardsize = guard;
 	gp->stack_lo = (uintptr_t)p + guard;
-	gp->stack_hi = (uintptr_t)p + total;
+	gp->stack_hi = hi;
+	gp->stack_top = top;
+	gp->tcb_pages = tcb_pages;
 	gp->user_stack = false;
 	return 0;
 }
 
+/* Unmap the stack; the pages holding the G's TCB stay (it lives as long as
+ * the G). */
 void bb_stackfree(bb_g *gp)
 {
-	if (gp->stack_map && !gp->user_stack)
-		munmap(gp->stack_map, gp->stack_mapsize);
+	if (gp->stack_map && !gp->user_stack) {
+		size_t len = gp->tcb_pages ? gp->tcb_pages - (uintptr_t)gp->stack_map
+					   : gp->stack_mapsize;
+		munmap(gp->stack_map, len);
+	}
+	gp->tcb_pages = 0;
 	gp->stack_map = NULL;
-	gp->stack_lo = gp->stack_hi = 0;
+	gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
 }
 
 /* Give back the pages of a cached stack, keeping the top few that a new

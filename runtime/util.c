@@ -165,6 +165,15 @@ int64_t bb_nanotime(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* the monotonic clock at tick resolution (a few ms), for "waiting for N ms"
+ * in dumps: a fraction of the cost of bb_nanotime on every park */
+int64_t bb_nanotime_coarse(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* per-M xorshift64+ style generator (Go's fastrand), no locking */
 uint32_t bb_fastrand(void)
 {

@@ -100,6 +100,8 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 	}
 	bb_active = true;
 	const char *stats = getenv("BOBBIN_STATS");
-	if (stats && *stats && *stats != '0')
+	if (stats && *stats && *stats != '0') {
+		bb_stats_on = true;
 		atexit(print_stats);
+	}
 }

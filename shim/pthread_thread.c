@@ -254,7 +254,8 @@ BB_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 	int err = pthread_attr_init(attr);
 	if (err)
 		return err;
-	pthread_attr_setstack(attr, (void *)gp->stack_lo, gp->stack_hi - gp->stack_lo);
+	/* as NPTL: the whole block, its TLS and TCB at the top included */
+	pthread_attr_setstack(attr, (void *)gp->stack_lo, gp->stack_top - gp->stack_lo);
 	pthread_attr_setguardsize(attr, gp->guardsize);
 	bb_lock_acquire(&gp->lock);
 	bool detached = gp->detached;

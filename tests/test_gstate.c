@@ -114,7 +114,7 @@ Test(gstate, exited_g_is_dead_before_join)
 	bb_g *gp = rt_go(quick, (void *)5);
 	rt_wait_status(gp, Gdead);
 	cr_assert(gp->exited, "a zombie waiting for its joiner");
-	cr_assert_eq(atomic_load(&bb_sched_.nlive), 1, "only G1 is live");
+	cr_assert_eq(bb_nlive(), 1, "only G1 is live");
 	void *res = (void *)-1;
 	cr_assert_eq(bb_gjoin(gp, &res, BB_JOIN_TRY, 0), 0);
 	cr_assert_eq(res, (void *)16);
@@ -137,7 +137,7 @@ Test(gstate, ten_thousand_gs_in_batches)
 		}
 	}
 	cr_assert_eq(ok, TOTAL);
-	cr_assert_eq(atomic_load(&bb_sched_.nlive), 1, "every G but G1 has exited");
+	cr_assert_eq(bb_nlive(), 1, "every G but G1 has exited");
 	cr_assert_geq(atomic_load(&bb_sched_.goidgen), TOTAL + 1);
 }
 
