@@ -40,39 +40,54 @@ size_t bb_default_stacksize(void)
 
 /* with_tcb: the G has no TCB yet; if the stack is roomy, its TLS block and
  * TCB go at the top of the mapping, as NPTL lays out a thread (gp->tcb set) */
-/* Stacks of one size (the default) are carved from chunks of STACK_CHUNK
- * reserved with one mmap: a burst of thread creation costs one mprotect
- * (the guard) per stack instead of an mmap and an mprotect. Each stack is
- * still unmapped on its own (munmap takes any page range). */
+/* Stacks of the default size with a one-page guard are carved from chunks
+ * of STACK_CHUNK made at once: one mmap, then every guard's mprotect in a
+ * row while no thread runs on the chunk yet. A burst of thread creation
+ * then makes no system call for 15 stacks in 16, and the first faults on
+ * a new stack never wait behind a split of the mapping they are in. Each
+ * stack is still unmapped on its own (munmap takes any page range). */
 #define STACK_CHUNK 16
 static bb_lock chunklock;
 static uintptr_t chunk_next, chunk_end;
-static size_t chunk_unit;
 
-static void *map_stack(size_t total)
+static void *map_one(size_t total, size_t guard)
 {
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK;
-	if (total != bb_default_stacksize() + PAGE)
-		return mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+	void *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p != MAP_FAILED && guard && mprotect(p, guard, PROT_NONE) != 0) {
+		munmap(p, total);
+		p = MAP_FAILED;
+	}
+	return p;
+}
+
+static void *map_stack(size_t total, size_t guard)
+{
+	size_t unit = bb_default_stacksize() + PAGE;
+	if (total != unit || guard != PAGE)
+		return map_one(total, guard);
 	void *p = NULL;
 	bb_lock_acquire(&chunklock);
-	if (chunk_unit != total || chunk_next == chunk_end) {
-		void *c = mmap(NULL, total * STACK_CHUNK, PROT_READ | PROT_WRITE, flags, -1, 0);
-		if (c != MAP_FAILED) {
-			/* what is left of an older chunk is given back */
-			if (chunk_next != chunk_end)
-				munmap((void *)chunk_next, chunk_end - chunk_next);
-			chunk_unit = total;
+	if (chunk_next == chunk_end) {
+		char *c = map_one(unit * STACK_CHUNK, PAGE);
+		int i = 1;
+		if (c != MAP_FAILED)
+			for (; i < STACK_CHUNK; i++)
+				if (mprotect(c + i * unit, PAGE, PROT_NONE) != 0)
+					break;
+		if (c != MAP_FAILED) { /* the stacks whose guards are in place */
+			if (i < STACK_CHUNK)
+				munmap(c + i * unit, (STACK_CHUNK - i) * unit);
 			chunk_next = (uintptr_t)c;
-			chunk_end = chunk_next + total * STACK_CHUNK;
+			chunk_end = chunk_next + i * unit;
 		}
 	}
-	if (chunk_unit == total && chunk_next != chunk_end) {
+	if (chunk_next != chunk_end) {
 		p = (void *)chunk_next;
-		chunk_next += total;
+		chunk_next += unit;
 	}
 	bb_lock_release(&chunklock);
-	return p ? p : mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+	return p ? p : map_one(total, guard);
 }
 
 /* another thread may have held chunklock at the fork, mid-update: the child
@@ -88,13 +103,9 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 	size = (size + PAGE - 1) & ~(PAGE - 1);
 	guard = (guard + PAGE - 1) & ~(PAGE - 1);
 	size_t total = size + guard;
-	void *p = map_stack(total);
+	void *p = map_stack(total, guard);
 	if (p == MAP_FAILED)
 		return -1;
-	if (guard && mprotect(p, guard, PROT_NONE) != 0) {
-		munmap(p, total);
-		return -1;
-	}
 	uintptr_t top = (uintptr_t)p + total, hi = top, tcb_pages = 0;
 	void *tcb = NULL;
 	if (with_tcb && size >= bb_tcb_footprint() + 64 * 1024) {
