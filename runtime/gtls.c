@@ -72,6 +72,8 @@ static void (*ctype_init)(void);
 static void (*call_tls_dtors)(void);
 static void (*res_iclose)(res_state, bool);
 static long resp_off;    /* offset of libc's __resp TLS variable from the tp */
+__thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
+static long m_off;       /* offset of bb_tls_m from the tp (0: not known yet) */
 static char proto[0x50]; /* TCB header words copied from the initial thread */
 
 /* static TLS blocks of modules other than libc, reset when a block is reused */
@@ -156,6 +158,7 @@ int bb_tls_init(void)
 	}
 	uintptr_t tp = bb_getfsbase();
 	resp_off = (long)((uintptr_t)resp - tp);
+	m_off = (long)((uintptr_t)&bb_tls_m - tp);
 	memcpy(proto, (void *)tp, sizeof proto);
 	if (dl_iterate_phdr(find_mods, (void *)tp) != 0) {
 		bb_printf("bobbin: more than %d modules with TLS; running natively\n", MAX_TLS_MODS);
@@ -186,6 +189,8 @@ static void *tcb_setup(char *t)
 	*(uint8_t *)(t + OFF_USER_STACK) = 1; /* glibc must never free "its" stack */
 	*(uint32_t *)(t + OFF_RSEQ + 4) = (uint32_t)-2; /* cpu_id: not registered */
 	*(void **)(t + resp_off) = t + OFF_RES;
+	if (m_off)
+		*(bool *)(t + m_off) = true; /* a G's or an M's */
 	return t;
 }
 
@@ -229,6 +234,8 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 		if (bb_tsd_used) /* no key ever made: nothing to clear */
 			memset(t + OFF_SPECIFIC_1STBLOCK, 0, OFF_SPECIFIC - OFF_SPECIFIC_1STBLOCK);
 		*(int *)(t + OFF_CANCELHANDLING) = 0;
+		if (m_off)
+			*(bool *)(t + m_off) = true; /* the image just copied cleared it */
 	}
 	/* a tid no kernel thread can have: above pid_max's 2^22 limit, and
 	 * inside FUTEX_TID_MASK (bit 30 is FUTEX_OWNER_DIED, bit 31 WAITERS:

@@ -46,6 +46,7 @@ bb_m *bb_allocm(void)
 void bb_m_on_thread_start(bb_m *mp)
 {
 	bb_setgsbase((uintptr_t)mp);
+	bb_tls_m = true;
 	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
 	/* an idle M's usleep in runqgrab must be microseconds, not the default
 	 * 50 µs of timer slack */

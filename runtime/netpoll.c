@@ -478,7 +478,7 @@ bb_g *bb_netpoll(int64_t delay, int *count)
  * if there is one, the rest on the global queue, and wake Ms for them. */
 void bb_injectglist(bb_g *list)
 {
-	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_m *mp = bb_tls_m ? bb_getm() : NULL;
 	bb_p *pp = mp ? mp->p : NULL;
 	int n = 0;
 	while (list) {

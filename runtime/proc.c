@@ -699,7 +699,7 @@ static void ready(bb_g *gp, bool next)
 	bb_casgstatus(gp, Gwaiting, Grunnable);
 	if (pinned)
 		return; /* it waits on its own M: see park_pinned */
-	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_m *mp = bb_tls_m ? bb_getm() : NULL;
 	if (__builtin_expect(bb_trace_on, 0) && mp && mp->p)
 		bb_trace_ready(mp->p, mp->curg, gp);
 	if (mp && mp->p) {

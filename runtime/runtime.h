@@ -307,6 +307,11 @@ static inline bb_m *bb_getm(void)
 	__asm__ volatile("mov %%gs:0, %0" : "=r"(mp));
 	return mp;
 }
+/* true on an OS thread that is an M, whichever of its Gs (or g0) runs:
+ * set in every TCB bobbin hands a G or an M (gtls.c) and by each M at its
+ * start. A TLS load, where reading the gs base (rdgsbase) costs ~6 ns. */
+extern __thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
+
 /* gs base of this OS thread, 0 for threads bobbin did not create */
 uintptr_t bb_getgsbase(void);
 void bb_setgsbase(uintptr_t v);

@@ -33,8 +33,9 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 		return 0;
 	/* the holder is likely running on another P: spin a little first */
 	if (bb_gomaxprocs > 1 && !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
-		for (int i = 0; i < 64; i++) {
-			__builtin_ia32_pause();
+		for (int i = 0; i < 4; i++) {
+			for (int k = 0; k < 30; k++)
+				__builtin_ia32_pause();
 			c = 0;
 			if (atomic_load_explicit(&m->lock, memory_order_relaxed) == 0 &&
 			    atomic_compare_exchange_weak_explicit(&m->lock, &c, 1, memory_order_acquire,

@@ -96,7 +96,7 @@ int bb_real_init(void);
  * did not make, and bobbin did not step aside) */
 static inline bool bb_on_g(void)
 {
-	if (!bb_active || bb_getgsbase() == 0)
+	if (!bb_active || !bb_tls_m)
 		return false;
 	bb_m *mp = bb_getm();
 	if (mp->curg == NULL)
