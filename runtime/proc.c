@@ -52,6 +52,16 @@ void bb_apply_sigmask(bb_m *mp, uint64_t mask)
 	mp->sigmask = mask;
 }
 
+/* The kernel's mask of this thread back to what bobbin knows it to be:
+ * after a signal handler was left by unwinding (glibc's SIGCANCEL handler
+ * cancelling a G in a blocking call), the kernel still blocks what it
+ * blocked for the handler, and the M goes on to run other Gs. */
+void bb_resync_sigmask(bb_m *mp)
+{
+	uint64_t mask = mp->sigmask;
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+}
+
 void bb_idle_sigmask(bb_m *mp)
 {
 	if (bb_main_g)

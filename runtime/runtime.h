@@ -579,6 +579,7 @@ void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
 void bb_idle_sigmask(bb_m *mp);
+void bb_resync_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;
 
 /* ---- sema.c: address-keyed wait queues ---- */

@@ -9,23 +9,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 
-/* The body every wrapper shares: the call inside entersyscall, errno kept.
- * cancel: glibc makes the call a cancellation point (its wrapper turns on
- * asynchronous cancellation around the system call), so pthread_cancel may
- * interrupt it with SIGCANCEL (cancel.c). */
-#define IN_SYSCALL(ret, call, cancel)             \
-	do {                                      \
-		bb_testcancel();                  \
-		bb_g *g_ = bb_getg();             \
-		bb_entersyscall();                \
-		g_->in_cancel_call = (cancel);    \
-		ret r_ = call;                    \
-		g_->in_cancel_call = false;       \
-		int e_ = errno;                   \
-		bb_exitsyscall();                 \
-		errno = e_;                       \
-		return r_;                        \
-	} while (0)
+/* The body every wrapper shares: BB_IN_SYSCALL (shim.h), returned. */
+#define IN_SYSCALL(ret, call, cancel) return BB_IN_SYSCALL(ret, call, cancel)
 
 /* for a call in realio.h's table */
 #define SYSCALL_WRAP(ret, name, params, args, cancel) \
@@ -82,8 +67,8 @@ WRAP_NEXT(int, gethostbyname_r, (const char *name, struct hostent *ret, char *bu
 WRAP_NEXT(struct hostent *, gethostbyaddr, (const void *addr, socklen_t len, int type),
 	  (addr, len, type), false)
 WRAP_NEXT(ssize_t, msgrcv, (int id, void *msg, size_t sz, long type, int flg),
-	  (id, msg, sz, type, flg), false)
-WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, sz, flg), false)
+	  (id, msg, sz, type, flg), true)
+WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, sz, flg), true)
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), false)
 WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),
 	  (id, ops, n, ts), false)

@@ -79,6 +79,9 @@ void *bb_run_with_landing_pad(bb_g *gp)
 	gp = bb_getg();
 	if (atomic_load(&gp->status) == Gsyscall) {
 		gp->in_cancel_call = false;
+		/* the handler never returned: unblock what it blocked (SIGCANCEL
+		 * itself) on this M before the M runs anything else */
+		bb_resync_sigmask(bb_getm());
 		bb_exitsyscall();
 		gp = bb_getg();
 	}

@@ -242,11 +242,7 @@ BB_EXPORT int open(const char *path, int flags, ...)
 	if (!bb_on_g())
 		return REAL(open)(path, flags, mode);
 	/* opening a FIFO blocks until the other end opens: not on our M */
-	bb_testcancel();
-	bb_entersyscall();
-	int fd = REAL(open)(path, flags, mode);
-	bb_exitsyscall();
-	return open_common(fd);
+	return open_common(BB_IN_SYSCALL(int, REAL(open)(path, flags, mode), true));
 }
 
 BB_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
@@ -262,10 +258,7 @@ BB_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	}
 	if (!bb_on_g())
 		return REAL(openat)(dirfd, path, flags, mode);
-	bb_entersyscall();
-	int fd = REAL(openat)(dirfd, path, flags, mode);
-	bb_exitsyscall();
-	return open_common(fd);
+	return open_common(BB_IN_SYSCALL(int, REAL(openat)(dirfd, path, flags, mode), true));
 }
 
 BB_EXPORT int openat64(int dirfd, const char *path, int flags, ...) __attribute__((alias("openat")));

@@ -113,6 +113,25 @@ static inline bool bb_on_g(void)
 	return true;
 }
 
+/* A call that may block in the kernel for long, inside entersyscall so the
+ * P moves on; errno is the call's own. The value of the expression is the
+ * call's. cancel: glibc makes the call a cancellation point (its wrapper
+ * turns on asynchronous cancellation around the system call), so
+ * pthread_cancel may interrupt it with SIGCANCEL (cancel.c). */
+#define BB_IN_SYSCALL(ret, call, cancel)          \
+	({                                        \
+		bb_testcancel();                  \
+		bb_g *g_ = bb_getg();             \
+		bb_entersyscall();                \
+		g_->in_cancel_call = (cancel);    \
+		ret r_ = call;                    \
+		g_->in_cancel_call = false;       \
+		int e_ = errno;                   \
+		bb_exitsyscall();                 \
+		errno = e_;                       \
+		r_;                               \
+	})
+
 /* the G behind a pthread_t, or NULL if it is not one of ours */
 static inline bb_g *bb_g_of(pthread_t th)
 {
