@@ -48,6 +48,21 @@ void bb_allgs_add(bb_g *gp)
 	bb_lock_release(&allglock);
 }
 
+/* The live G whose thread id (the one glibc and gettid see) is tid, or
+ * NULL. A scan of every G: for the rare calls that name a thread by tid. */
+bb_g *bb_g_by_tid(int tid)
+{
+	bb_lock_acquire(&allglock);
+	bb_g *found = NULL;
+	for (int32_t i = 0; i < nallgs && found == NULL; i++) {
+		bb_g *gp = allgs[i];
+		if (gp->tcb && atomic_load(&gp->status) != Gdead && bb_g_tid(gp) == tid)
+			found = gp;
+	}
+	bb_lock_release(&allglock);
+	return found;
+}
+
 /* fork child: only the forking G lives on */
 void bb_allgs_forkchild(bb_g *self)
 {

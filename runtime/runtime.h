@@ -549,6 +549,7 @@ extern bb_debug_cfg bb_debug;
 void bb_debug_init(void);
 void bb_debug_signals_init(void);
 void bb_allgs_add(bb_g *gp);
+bb_g *bb_g_by_tid(int tid);
 void bb_schedtrace(int64_t since_start_ms);
 void bb_dump_all(const char *why);
 bool bb_deadlock_suspect(void);

@@ -15,22 +15,25 @@
  * I/O, join); every interposed cancellation point calls bb_testcancel.
  * Asynchronous cancellation type is treated as deferred (the G is cancelled
  * at its next cancellation point). The main thread (G1) keeps the initial
- * thread's own landing pad in __libc_start_main, which would end the OS
- * thread: its cancellation is not supported, and its pthread_exit unwinds
- * with libgcc's forced unwind instead (pthread_thread.c).
+ * thread's own landing pad in __libc_start_call_main, whose code would end
+ * the OS thread (an M here) or the process: before main unwinds, that pad's
+ * saved pc is pointed at bb_main_landing (asm/), which ends the G instead.
  */
 #include "shim.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define OFF_CANCELHANDLING 776
 #define OFF_CLEANUP 760
 #define OFF_CLEANUP_JMP_BUF 768
+#define OFF_POINTER_GUARD 0x30
 #define CANCELSTATE_BITMASK 0x01
+#define CANCELTYPE_BITMASK 0x02
 #define CANCELING_BITMASK 0x04
 #define CANCELED_BITMASK 0x08
 #define EXITING_BITMASK 0x10
@@ -45,10 +48,74 @@ void bb_cancel_init(void)
 	real_cancel = (int (*)(pthread_t))dlsym(RTLD_NEXT, "pthread_cancel");
 }
 
+/* ---- main's end ----
+ *
+ * glibc's __libc_start_call_main puts a setjmp buffer at the bottom of the
+ * initial thread's cleanup chain (struct pthread.cleanup_jmp_buf, linked
+ * through priv.data.prev); unwinding ends with a longjmp to it. Its pc is
+ * stored mangled with the thread's pointer guard, as glibc's setjmp does
+ * (xor, then rotate left 17). */
+
+void bb_main_landing(void); /* asm/mainland_x86_64_sysv_elf.S */
+
+static uintptr_t rol17(uintptr_t v)
+{
+	return v << 17 | v >> 47;
+}
+
+static uintptr_t ror17(uintptr_t v)
+{
+	return v >> 17 | v << 47;
+}
+
+/* Point the bottom buffer of main's chain at bb_main_landing. False (and
+ * nothing changed) if the chain does not end in glibc's own buffer. */
+bool bb_redirect_main_unwind(bb_g *gp)
+{
+	char *tcb = gp->tcb;
+	uintptr_t *b = *(uintptr_t **)(tcb + OFF_CLEANUP_JMP_BUF);
+	for (int n = 0; b != NULL && b[9] != 0 && n < 1000000; n++)
+		b = (uintptr_t *)b[9]; /* __pad[0]: priv.data.prev */
+	if (b == NULL || b[9] != 0)
+		return false;
+	uintptr_t guard = *(uintptr_t *)(tcb + OFF_POINTER_GUARD);
+	uintptr_t pc = ror17(b[7]) ^ guard;
+	if (pc == (uintptr_t)bb_main_landing)
+		return true;
+	Dl_info di;
+	if (dladdr((void *)pc, &di) == 0 || di.dli_fname == NULL ||
+	    strstr(di.dli_fname, "/libc.so") == NULL)
+		return false;
+	b[7] = rol17((uintptr_t)bb_main_landing ^ guard);
+	return true;
+}
+
+/* What an unwound G ends with: pthread_exit's value or PTHREAD_CANCELED. A
+ * G cancelled out of a blocking call (from glibc's SIGCANCEL handler) is
+ * still between entersyscall and exitsyscall. */
+static void *unwound_result(void)
+{
+	bb_g *gp = bb_getg();
+	if (atomic_load(&gp->status) == Gsyscall) {
+		gp->in_cancel_call = false;
+		/* the handler never returned: unblock what it blocked (SIGCANCEL
+		 * itself) on this M before the M runs anything else */
+		bb_resync_sigmask(bb_getm());
+		bb_exitsyscall();
+		gp = bb_getg();
+	}
+	return gp->exit_called ? gp->result : PTHREAD_CANCELED;
+}
+
+void bb_main_landed(void)
+{
+	bb_goexit(unwound_result());
+}
+
 void bb_testcancel_slow(void)
 {
 	bb_g *gp = bb_on_g() ? bb_getg() : NULL;
-	if (gp == NULL || gp->is_main || real_testcancel == NULL)
+	if (gp == NULL || real_testcancel == NULL || (gp->is_main && !bb_redirect_main_unwind(gp)))
 		return;
 	real_testcancel(); /* glibc's: sets result = PTHREAD_CANCELED and unwinds */
 }
@@ -73,19 +140,22 @@ void *bb_run_with_landing_pad(bb_g *gp)
 		g->exit_called = false;
 		return g->fn(g->arg);
 	}
-	/* glibc unwound the stack: pthread_exit or cancellation (maybe out of
-	 * a blocking call, from glibc's SIGCANCEL handler: then the G is still
-	 * between entersyscall and exitsyscall) */
-	gp = bb_getg();
-	if (atomic_load(&gp->status) == Gsyscall) {
-		gp->in_cancel_call = false;
-		/* the handler never returned: unblock what it blocked (SIGCANCEL
-		 * itself) on this M before the M runs anything else */
-		bb_resync_sigmask(bb_getm());
-		bb_exitsyscall();
-		gp = bb_getg();
-	}
-	return gp->exit_called ? gp->result : PTHREAD_CANCELED;
+	/* glibc unwound the stack: pthread_exit or cancellation */
+	return unwound_result();
+}
+
+/* glibc installs its SIGCANCEL handler on the first pthread_cancel: make
+ * that call on a dummy thread already marked cancelled (nothing else done) */
+static void sigcancel_handler_installed(void)
+{
+	static _Atomic bool done;
+	static _Alignas(64) char dummy[2368];
+	if (atomic_load(&done))
+		return;
+	*(int *)(dummy + 720) = 1; /* tid: not exited */
+	*(int *)(dummy + OFF_CANCELHANDLING) = CANCELING_BITMASK | CANCELED_BITMASK;
+	real_cancel((pthread_t)dummy);
+	atomic_store(&done, true);
 }
 
 BB_EXPORT int pthread_cancel(pthread_t th)
@@ -93,17 +163,34 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	if (gp == NULL || real_cancel == NULL)
 		return real_cancel ? real_cancel(th) : ESRCH;
-	if (gp->is_main)
-		return real_cancel(th);
 	_Atomic int *ch = (_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING);
 	bb_m *mp = gp->m;
-	if (gp->in_cancel_call && mp && mp->tid > 0) {
+	if (gp->in_cancel_call && mp && mp->tid > 0 && !gp->is_main) {
 		/* blocked in the kernel inside glibc's cancellable wrapper, which
 		 * made it asynchronously cancellable: glibc's pthread_cancel marks
 		 * it as NPTL does (and installs glibc's SIGCANCEL handler); its
 		 * signal to the fake tid goes nowhere, so send it to the M. The
 		 * handler runs on the G's TCB and unwinds it out of the call. */
 		real_cancel(th);
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
+		return 0;
+	}
+	if (gp->in_cancel_call && mp && mp->tid > 0 && bb_redirect_main_unwind(gp)) {
+		/* main, the same way; but glibc's own signal would go to the
+		 * initial thread's tid, an M that may run another G: mark it as
+		 * glibc does (CANCELING only when asynchronous: the handler then
+		 * sets CANCELED and unwinds) and signal main's M ourselves */
+		sigcancel_handler_installed();
+		int old = atomic_load(ch);
+		for (;;) {
+			if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
+				return 0;
+			int nv = old | CANCELING_BITMASK;
+			if (!(old & CANCELTYPE_BITMASK))
+				nv |= CANCELED_BITMASK; /* not in the call yet: deferred */
+			if (nv == old || atomic_compare_exchange_weak(ch, &old, nv))
+				break;
+		}
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
 		return 0;
 	}

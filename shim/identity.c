@@ -102,13 +102,79 @@ BB_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 	return 0;
 }
 
+/* ---- thread ids ----
+ *
+ * A green thread's id is the one glibc keeps in its TCB (mutex owners, the
+ * robust list): for main the initial thread's (the process id), for the
+ * others an id no kernel thread can have (gtls.c). gettid returns it, so it
+ * is the same for the thread's whole life whichever M runs it, and distinct
+ * from every other thread's. Calls that name a thread by that id reach the
+ * green thread: tgkill/tkill deliver the signal to it (pthread_kill), and
+ * the affinity calls take the caller's own id as "this thread". */
+
+static bool own_tid(pid_t pid)
+{
+	return pid == 0 || (bb_on_g() && pid == bb_self_tid());
+}
+
+BB_EXPORT pid_t gettid(void)
+{
+	if (bb_on_g())
+		return bb_self_tid();
+	return (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
+}
+
+/* tgkill/tkill: a green thread named by its id gets the signal as from
+ * pthread_kill (0 or an errno); -1: a real OS thread, for the kernel */
+int bb_tid_kill(pid_t tgid, pid_t tid, int sig)
+{
+	if (!bb_active || (tgid != -1 && tgid != getpid()))
+		return -1;
+	bb_g *gp = tid == getpid() ? bb_main_g : (tid & 0x20000000) ? bb_g_by_tid(tid) : NULL;
+	if (gp == NULL)
+		return (tid & 0x20000000) ? ESRCH : -1; /* such an id is never a kernel thread's */
+	return pthread_kill((pthread_t)gp->tcb, sig);
+}
+
+BB_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	int err = bb_tid_kill(tgid, tid, sig);
+	if (err < 0) {
+		long r = bb_sys(SYS_tgkill, tgid, tid, sig);
+		err = r < 0 ? (int)-r : 0;
+	}
+	if (err > 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 BB_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
 	static int (*real)(pid_t, size_t, const cpu_set_t *);
 	if (real == NULL)
 		real = (int (*)(pid_t, size_t, const cpu_set_t *))next("sched_setaffinity");
-	if (bb_on_g() && pid == 0)
+	if (bb_on_g() && own_tid(pid)) {
 		bb_lock_os_thread(); /* "this thread": keep it on this M */
+		pid = 0;
+	}
+	return real(pid, size, set);
+}
+
+BB_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+	static int (*real)(pid_t, size_t, cpu_set_t *);
+	if (real == NULL)
+		real = (int (*)(pid_t, size_t, cpu_set_t *))next("sched_getaffinity");
+	if (bb_on_g() && own_tid(pid)) {
+		int err = pthread_getaffinity_np(pthread_self(), size, set);
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		return 0;
+	}
 	return real(pid, size, set);
 }
 

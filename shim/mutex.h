@@ -26,13 +26,6 @@ _Static_assert(sizeof(bb_mutex) == sizeof(pthread_mutex_t), "mutex overlay");
 #define BB_MUTEX_KERNEL_FLAGS (16 | 32 | 64 | 128)
 #define BB_MUTEX_ELISION_FLAGS (256 | 512)
 
-static inline int bb_self_tid(void)
-{
-	int tid;
-	__asm__ volatile("movl %%fs:720, %0" : "=r"(tid)); /* struct pthread.tid */
-	return tid;
-}
-
 /* a call that may wait in the kernel (a process-shared or robust object,
  * glibc's implementation): inside entersyscall when on a G, so the P moves on */
 #define BB_KERNEL_WAIT(expr)                          \

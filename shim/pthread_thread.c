@@ -229,14 +229,16 @@ BB_EXPORT void pthread_exit(void *ret)
 		REAL(pthread_exit)(ret);
 	bb_g *gp = bb_getg();
 	gp->result = ret;
-	if (!gp->is_main) {
-		/* glibc's own pthread_exit: it unwinds to bb_gmain's landing pad,
-		 * running cleanup handlers of both ABIs on the way (cancel.c) */
+	if (!gp->is_main || bb_redirect_main_unwind(gp)) {
+		/* glibc's own pthread_exit: it unwinds to bb_gmain's landing pad
+		 * (main: to its own, redirected to bb_main_landing), running
+		 * cleanup handlers of both ABIs on the way (cancel.c) */
 		gp->exit_called = true;
 		REAL(pthread_exit)(ret);
 	}
-	/* main: the initial thread's landing pad would end the OS thread, so
-	 * unwind with libgcc's forced unwind and end the G ourselves */
+	/* main whose cleanup chain is not glibc's as expected: unwind with
+	 * libgcc's forced unwind (C++ destructors run, C cleanup buffers do
+	 * not) and end the G ourselves */
 	struct _Unwind_Exception *exc = &gp->exit_exc;
 	memset(exc, 0, sizeof *exc);
 	memcpy(&exc->exception_class, "BOBBEXIT", 8);

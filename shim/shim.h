@@ -132,6 +132,14 @@ static inline bool bb_on_g(void)
 		r_;                               \
 	})
 
+/* the calling thread's id as glibc keeps it (a G's own, see gettid) */
+static inline int bb_self_tid(void)
+{
+	int tid;
+	__asm__ volatile("movl %%fs:720, %0" : "=r"(tid)); /* struct pthread.tid */
+	return tid;
+}
+
 /* the G behind a pthread_t, or NULL if it is not one of ours */
 static inline bb_g *bb_g_of(pthread_t th)
 {
@@ -139,6 +147,8 @@ static inline bb_g *bb_g_of(pthread_t th)
 }
 
 void bb_tsd_run_destructors(bb_g *gp);
+int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
+bool bb_redirect_main_unwind(bb_g *gp);         /* cancel.c */
 
 /* a cancellation point: act on a pending pthread_cancel (cancel.c) */
 void bb_testcancel_slow(void);

@@ -97,6 +97,16 @@ BB_EXPORT long syscall(long n, ...)
 	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
 	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
 	va_end(ap);
+	if (n == SYS_gettid && bb_on_g())
+		return gettid();
+	if (n == SYS_tgkill || n == SYS_tkill) {
+		int err = n == SYS_tgkill ? bb_tid_kill((pid_t)a1, (pid_t)a2, (int)a3)
+					  : bb_tid_kill(-1, (pid_t)a1, (int)a2);
+		if (err > 0)
+			errno = err;
+		if (err >= 0)
+			return err ? -1 : 0;
+	}
 	if (bb_on_g()) {
 		switch (n) {
 		case SYS_futex:
