@@ -313,6 +313,16 @@ void bb_tcb_on_g_exit(bb_g *gp)
 	}
 }
 
+/* cancelled, with cancellation enabled and asynchronous, and not already
+ * exiting: glibc's cancelhandling bits (state 1, type 2, canceled 8,
+ * exiting 16, terminated 32) */
+bool bb_async_cancel_due(bb_g *gp)
+{
+	int ch = atomic_load_explicit((_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING),
+				      memory_order_relaxed);
+	return (ch & (1 | 2 | 8 | 16 | 32)) == (2 | 8);
+}
+
 int bb_g_tid(bb_g *gp)
 {
 	return *(int *)((char *)gp->tcb + OFF_TID);

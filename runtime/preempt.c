@@ -36,6 +36,7 @@ int64_t bb_timeslice_ns = 10 * 1000 * 1000;
 bb_stats bb_stats_;
 bool bb_stats_on;
 void (*bb_sigpoke_hook)(void);
+void (*bb_async_cancel_hook)(void);
 
 void bb_asyncpreempt(void);
 
@@ -155,7 +156,10 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning &&
 	    !in_bobbin((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
 		bb_sigpoke_hook();
-	if (gp == NULL || !gp->preempt)
+	/* an asynchronous pthread_cancel: the G takes the same way out as a
+	 * preemption (bb_asyncpreempt2 acts on it) */
+	bool cancel = gp != NULL && bb_async_cancel_hook && bb_async_cancel_due(gp);
+	if (gp == NULL || (!gp->preempt && !cancel))
 		return;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
@@ -176,7 +180,14 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 /* called by bb_asyncpreempt on the G, every register saved */
 void bb_asyncpreempt2(void)
 {
+	/* cancelled asynchronously: glibc unwinds from here, through
+	 * bb_asyncpreempt's frame (a signal frame to unwinders) into the code
+	 * it interrupted; also if the cancel came while it waited its turn */
+	if (bb_async_cancel_hook && bb_async_cancel_due(bb_getg()))
+		bb_async_cancel_hook();
 	bb_gopreempt();
+	if (bb_async_cancel_hook && bb_async_cancel_due(bb_getg()))
+		bb_async_cancel_hook();
 }
 
 void bb_preempt_init(void)

@@ -579,6 +579,10 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
+/* shim: act on a pending cancellation (glibc's testcancel); called on a G
+ * interrupted at a safe point when its cancellation is due asynchronously */
+extern void (*bb_async_cancel_hook)(void);
+bool bb_async_cancel_due(bb_g *gp);
 void bb_idle_sigmask(bb_m *mp);
 void bb_resync_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;

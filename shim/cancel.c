@@ -13,8 +13,10 @@
  * pthread_cancel sets the target's cancelhandling bits as glibc does and
  * wakes it if it is parked in a cancellable wait (condvar, semaphore, sleep,
  * I/O, join); every interposed cancellation point calls bb_testcancel.
- * Asynchronous cancellation type is treated as deferred (the G is cancelled
- * at its next cancellation point). The main thread (G1) keeps the initial
+ * With the asynchronous type a running G is stopped by bobbin's preemption
+ * signal at the next safe point in the program's own code and unwinds from
+ * there (preempt.c); one that is not running acts when it next runs into a
+ * preemption or a cancellation point. The main thread (G1) keeps the initial
  * thread's own landing pad in __libc_start_call_main, whose code would end
  * the OS thread (an M here) or the process: before main unwinds, that pad's
  * saved pc is pointed at bb_main_landing (asm/), which ends the G instead.
@@ -46,6 +48,7 @@ void bb_cancel_init(void)
 {
 	real_testcancel = (void (*)(void))dlsym(RTLD_NEXT, "pthread_testcancel");
 	real_cancel = (int (*)(pthread_t))dlsym(RTLD_NEXT, "pthread_cancel");
+	bb_async_cancel_hook = bb_testcancel_slow;
 }
 
 /* ---- main's end ----
@@ -204,10 +207,22 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		if (atomic_compare_exchange_weak(ch, &old, nv))
 			break;
 	}
-	if (gp == bb_getg())
+	bool async = (atomic_load(ch) & (CANCELSTATE_BITMASK | CANCELTYPE_BITMASK)) ==
+		     CANCELTYPE_BITMASK;
+	if (bb_on_g() && gp == bb_getg()) {
+		if (async)
+			bb_testcancel_slow(); /* asynchronous: now */
 		return 0; /* deferred: it acts at its next cancellation point */
+	}
 	if (atomic_load(ch) & CANCELSTATE_BITMASK)
 		return 0;
+	if (async && atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 &&
+	    bb_async_preempt) {
+		/* running on another M: its preemption signal stops it at the
+		 * next safe point (program code), where it unwinds (preempt.c) */
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		return 0;
+	}
 	bb_interrupt(gp); /* parked at a cancellation point: let it act */
 	return 0;
 }
