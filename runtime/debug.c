@@ -63,6 +63,15 @@ bb_g *bb_g_by_tid(int tid)
 	return found;
 }
 
+/* fn(gp, arg) for every G ever made (allglock held: fn must not create) */
+void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg)
+{
+	bb_lock_acquire(&allglock);
+	for (int32_t i = 0; i < nallgs; i++)
+		fn(allgs[i], arg);
+	bb_lock_release(&allglock);
+}
+
 /* fork child: only the forking G lives on */
 void bb_allgs_forkchild(bb_g *self)
 {

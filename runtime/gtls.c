@@ -83,7 +83,10 @@ static struct tlsmod {
 	const void *image;
 	size_t filesz, memsz;
 } mods[MAX_TLS_MODS];
-static int nmods;
+static _Atomic int nmods; /* grows at a dlopen (modslock); read by bb_tcb_prepare */
+static bb_lock modslock;
+#define MAX_MODID 4096
+static uint8_t seen_modid[MAX_MODID]; /* TLS modules already looked at */
 
 static int check_desc(const char *name, uint32_t want_off)
 {
@@ -101,6 +104,8 @@ static int check_desc(const char *name, uint32_t want_off)
 static int find_mods(struct dl_phdr_info *info, size_t size, void *data)
 {
 	uintptr_t tp = (uintptr_t)data;
+	if (info->dlpi_tls_modid > 0 && info->dlpi_tls_modid < MAX_MODID)
+		seen_modid[info->dlpi_tls_modid] = 1;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_TLS || info->dlpi_tls_data == NULL)
@@ -226,7 +231,8 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 {
 	char *t = gp->tcb;
 	if (reused) {
-		for (int i = 0; i < nmods; i++) {
+		int n = atomic_load_explicit(&nmods, memory_order_acquire);
+		for (int i = 0; i < n; i++) {
 			char *blk = t + mods[i].off;
 			memcpy(blk, mods[i].image, mods[i].filesz);
 			memset(blk + mods[i].filesz, 0, mods[i].memsz - mods[i].filesz);
@@ -321,6 +327,97 @@ bool bb_async_cancel_due(bb_g *gp)
 	int ch = atomic_load_explicit((_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING),
 				      memory_order_relaxed);
 	return (ch & (1 | 2 | 8 | 16 | 32)) == (2 | 8);
+}
+
+/* ---- dlopen of a module with static TLS ----
+ *
+ * A module loaded by dlopen that uses the initial-exec TLS model gets a
+ * slot in the static TLS area; glibc then copies its initial image into
+ * that slot of every thread it knows (its thread lists: the Ms, the
+ * initial thread), not into the Gs' blocks. So after each dlopen
+ * (shim/dl.c) the new modules are looked at: a static one's image is
+ * copied into every G's block and the module joins mods[], so that a
+ * reused block is reset too. The caller's own block is filled only if it
+ * is still all zero (the module's constructors ran on it). A module whose
+ * TLS is dynamic needs nothing: each G has its own DTV. */
+
+extern void *__tls_get_addr(void *ti);
+
+struct newmods {
+	uintptr_t tp;
+	int first; /* mods[first..] were added by this scan */
+};
+
+static int scan_new(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct newmods *nm = data;
+	size_t modid = info->dlpi_tls_modid;
+	if (modid == 0 || modid >= MAX_MODID || seen_modid[modid])
+		return 0;
+	seen_modid[modid] = 1;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_TLS)
+			continue;
+		/* this thread's block of it: brings the caller's DTV up to date */
+		unsigned long ti[2] = {modid, 0};
+		uintptr_t a = (uintptr_t)__tls_get_addr(ti);
+		if (a >= nm->tp || a < nm->tp + SIZEOF_PTHREAD - tls_static_size)
+			continue; /* dynamic TLS */
+		int n = atomic_load_explicit(&nmods, memory_order_relaxed);
+		void *img = ph->p_filesz ? malloc(ph->p_filesz) : NULL;
+		if (n == MAX_TLS_MODS || (ph->p_filesz && img == NULL)) {
+			free(img);
+			bb_printf("bobbin: cannot track the static TLS of %s: its initial values "
+				  "are missing in threads that existed before the dlopen\n",
+				  info->dlpi_name);
+			continue;
+		}
+		if (img) /* our copy: the module may be unloaded later */
+			memcpy(img, (const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz);
+		mods[n] = (struct tlsmod){(long)(a - nm->tp), img, ph->p_filesz, ph->p_memsz};
+		atomic_store_explicit(&nmods, n + 1, memory_order_release);
+	}
+	return 0;
+}
+
+static bool all_zero(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+struct fillmods {
+	int first, last;
+	void *self_tcb;
+};
+
+static void fill_g(bb_g *gp, void *arg)
+{
+	struct fillmods *f = arg;
+	char *t = gp->tcb;
+	if (t == NULL || gp->is_main) /* main's block glibc filled */
+		return;
+	for (int i = f->first; i < f->last; i++) {
+		char *blk = t + mods[i].off;
+		if (t == f->self_tcb && !all_zero(blk, mods[i].memsz))
+			continue;
+		memcpy(blk, mods[i].image, mods[i].filesz);
+		memset(blk + mods[i].filesz, 0, mods[i].memsz - mods[i].filesz);
+	}
+}
+
+void bb_tls_after_dlopen(void)
+{
+	bb_lock_acquire(&modslock);
+	struct newmods nm = {bb_getfsbase(), atomic_load(&nmods)};
+	dl_iterate_phdr(scan_new, &nm);
+	struct fillmods f = {nm.first, atomic_load(&nmods), (void *)nm.tp};
+	if (f.last > f.first)
+		bb_allgs_each(fill_g, &f);
+	bb_lock_release(&modslock);
 }
 
 int bb_g_tid(bb_g *gp)

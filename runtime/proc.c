@@ -1173,11 +1173,13 @@ bool bb_join_interrupt(bb_g *self)
 
 bool bb_sleep_interrupt(bb_g *gp);
 
-void bb_interrupt(bb_g *gp)
+void bb_interrupt(bb_g *gp, bool for_signal)
 {
 	switch (atomic_load(&gp->waitkind)) {
 	case BB_WAIT_SEMA:
-		if (gp->cancellable) /* a condvar or semaphore wait, not a mutex */
+		/* a condvar or semaphore wait; a mutex's only for a signal (the
+		 * handler runs, then the wait goes on) */
+		if (gp->cancellable || (for_signal && gp->sigwake))
 			bb_sema_interrupt(gp);
 		break;
 	case BB_WAIT_SLEEP:

@@ -164,6 +164,7 @@ struct bb_g {
 	void *waitobj;       /* the joined G for BB_WAIT_JOIN */
 	bool interrupted;    /* woken by bb_interrupt */
 	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
+	bool sigwake;        /* its sema wait (a mutex's) is woken for a signal handler */
 	volatile bool in_cancel_call; /* in glibc's cancellable wrapper of a blocking call */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
@@ -550,6 +551,8 @@ void bb_debug_init(void);
 void bb_debug_signals_init(void);
 void bb_allgs_add(bb_g *gp);
 bb_g *bb_g_by_tid(int tid);
+void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg);
+void bb_tls_after_dlopen(void);
 void bb_schedtrace(int64_t since_start_ms);
 void bb_dump_all(const char *why);
 bool bb_deadlock_suspect(void);
@@ -557,7 +560,7 @@ __attribute__((noreturn)) void bb_deadlock_report(void);
 
 /* ---- interrupting a parked G (cancellation) ---- */
 enum { BB_WAIT_NONE, BB_WAIT_SEMA, BB_WAIT_SLEEP, BB_WAIT_NETPOLL, BB_WAIT_JOIN };
-void bb_interrupt(bb_g *gp);             /* wake gp from a cancellable wait */
+void bb_interrupt(bb_g *gp, bool for_signal); /* wake gp from a cancellable wait */
 bool bb_sema_interrupt(bb_g *gp);
 bool bb_netpoll_interrupt(bb_g *gp);
 bool bb_join_interrupt(bb_g *gp);

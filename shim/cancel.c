@@ -223,7 +223,7 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 		return 0;
 	}
-	bb_interrupt(gp); /* parked at a cancellation point: let it act */
+	bb_interrupt(gp, false); /* parked at a cancellation point: let it act */
 	return 0;
 }
 

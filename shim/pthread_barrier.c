@@ -79,10 +79,17 @@ static int wait_round(bb_barrier *b)
 	} else {
 		/* 0: validate saw the round over; 1: woken (maybe by an earlier
 		 * round's late wake-up: look again) */
-		while (bb_sema_park(&b->word, same_round, (void *)(uintptr_t)round, waitReasonSema, 0,
-				    NULL, NULL) != 0 &&
-		       same_round(&b->word, (void *)(uintptr_t)round))
-			;
+		for (;;) {
+			bb_g *gp = bb_getg();
+			gp->sigwake = true; /* a pthread_kill's handler runs meanwhile */
+			int r = bb_sema_park(&b->word, same_round, (void *)(uintptr_t)round,
+					     waitReasonSema, 0, NULL, NULL);
+			bb_getg()->sigwake = false;
+			if (r == -3)
+				bb_take_eintr(); /* then wait on: never EINTR */
+			if (r == 0 || !same_round(&b->word, (void *)(uintptr_t)round))
+				break;
+		}
 		/* acquire: synchronises with the round-ending CAS (the release
 		 * sequence of later arrivals' CASes carries it) */
 		atomic_thread_fence(memory_order_acquire);

@@ -54,8 +54,11 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 	gp->cancellable = false;
 	if (r == -2)
 		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
-	if (r == -1 || r == -3) /* the timer or a cancel dequeued us, not a signal */
+	if (r == -1 || r == -3) /* the timer, a cancel or a pthread_kill dequeued us */
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	/* a pthread_kill's handler runs now, before the mutex is taken again,
+	 * as natively; the wait then ends as a spurious wake-up (never EINTR) */
+	bb_take_eintr();
 	bb_mutex_lock_until(m, 0);
 	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
 	m->count = depth;

@@ -51,8 +51,17 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 			return 0;
 		if (start == 0)
 			start = bb_nanotime();
+		gp->sigwake = true;
 		int r = bb_sema_park(&m->lock, still_contended, NULL, waitReasonMutex, deadline, NULL,
 				     NULL);
+		gp->sigwake = false;
+		if (r == -3) {
+			/* pthread_kill'ed: run its handler, then wait on (a mutex
+			 * wait never fails with EINTR) */
+			bb_take_eintr();
+			gp = bb_getg();
+			continue;
+		}
 		if (r > 0 && gp->handoff) {
 			/* handed over by unlock: the word is still 2 and ours */
 			gp->handoff = false;

@@ -176,6 +176,18 @@ static bool writer_must_wait(void *addr, void *arg)
 	return !writable(atomic_load_explicit(&l->state, memory_order_relaxed));
 }
 
+/* park on a queue; a pthread_kill wakes the G, runs its handler and
+ * returns -3 (the caller waits on: a lock wait never fails with EINTR) */
+static int park_sig(void *queue, bool (*must_wait)(void *, void *), bb_rwlock *l, int64_t deadline)
+{
+	bb_getg()->sigwake = true;
+	int r = bb_sema_park(queue, must_wait, l, waitReasonMutex, deadline, NULL, NULL);
+	bb_getg()->sigwake = false;
+	if (r == -3)
+		bb_take_eintr();
+	return r;
+}
+
 static int rdlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abstime)
 {
 	int64_t deadline = 0;
@@ -191,8 +203,10 @@ static int rdlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abs
 		    !atomic_compare_exchange_strong_explicit(&l->state, &s, s | RW_RWAIT,
 							     memory_order_relaxed, memory_order_relaxed))
 			continue;
-		if (bb_sema_park(&l->rqueue, reader_must_wait, l, waitReasonMutex,
-				 deadline_of(clock, abstime, &deadline), NULL, NULL) < 0)
+		int r = park_sig(&l->rqueue, reader_must_wait, l, deadline_of(clock, abstime, &deadline));
+		if (r == -3)
+			continue; /* a pthread_kill's handler ran: wait on */
+		if (r < 0)
 			return ETIMEDOUT; /* a stale RW costs the next unlock one empty wake */
 	}
 }
@@ -237,8 +251,8 @@ static int wrlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abs
 			}
 			continue;
 		}
-		if (bb_sema_park(&l->wqueue, writer_must_wait, l, waitReasonMutex,
-				 deadline_of(clock, abstime, &deadline), NULL, NULL) < 0) {
+		int r = park_sig(&l->wqueue, writer_must_wait, l, deadline_of(clock, abstime, &deadline));
+		if (r < 0 && r != -3) {
 			writer_give_up(l);
 			return ETIMEDOUT;
 		}

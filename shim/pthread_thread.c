@@ -155,7 +155,10 @@ BB_EXPORT int pthread_join(pthread_t th, void **ret)
 		bb_testcancel();
 		err = bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
 		if (err != EINTR)
-			return err; /* EINTR: interrupted by pthread_cancel, checked above */
+			return err;
+		/* EINTR: interrupted by pthread_cancel (checked above) or by a
+		 * pthread_kill, whose handler runs now; the join goes on */
+		bb_take_eintr();
 	}
 }
 

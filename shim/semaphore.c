@@ -90,7 +90,7 @@ static bool empty(void *addr, void *arg)
 		VALUE_MASK) == 0;
 }
 
-/* 0, or -1 with errno ETIMEDOUT */
+/* 0, or -1 with errno ETIMEDOUT or EINTR */
 static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 {
 	int64_t deadline = abstime ? bb_abs_deadline(clock, abstime) : 0;
@@ -112,9 +112,18 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 		gp->cancellable = true; /* sem_wait is a cancellation point */
 		int r = bb_sema_park(&s->data, empty, NULL, waitReasonSema, deadline, NULL, NULL);
 		gp->cancellable = false;
-		if (r == -3) { /* pthread_cancel: unregister, then act on it */
+		if (r == -3) { /* pthread_cancel or pthread_kill: unregister, act */
 			atomic_fetch_sub_explicit(&s->data, WAITER, memory_order_relaxed);
 			bb_testcancel();
+			/* a handler ran: a timed wait fails with EINTR (the kernel
+			 * never restarts it), an untimed one unless SA_RESTART */
+			gp->sig_ran = false;
+			bool eintr = bb_take_eintr();
+			if (eintr || (abstime && bb_getg()->sig_ran)) {
+				bb_getg()->sig_ran = false;
+				errno = EINTR;
+				return -1;
+			}
 			d = atomic_fetch_add_explicit(&s->data, WAITER, memory_order_relaxed) + WAITER;
 			continue;
 		}
