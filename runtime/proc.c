@@ -21,6 +21,8 @@
  */
 #include "runtime.h"
 
+#include <linux/futex.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -932,6 +934,14 @@ void bb_goexit(void *result)
 	gp->result = result;
 	if (bb_g_exit_hook)
 		bb_g_exit_hook(gp); /* TSD destructors, on the G */
+	if (gp->clear_tid) {
+		/* as the kernel does for a thread's clear_child_tid at its exit */
+		atomic_store(gp->clear_tid, 0);
+		int n = bb_sema_wake(gp->clear_tid, 1);
+		if (n == 0)
+			bb_futex(gp->clear_tid, FUTEX_WAKE, 1, NULL);
+		gp->clear_tid = NULL;
+	}
 	bb_tcb_on_g_exit(gp);
 	mp = bb_getm(); /* destructors may have moved us to another M */
 	/* seq_cst, pairs with main's exit: either this exit sees main_gone,
@@ -1004,6 +1014,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		pp->goidcacheend = pp->goidcache + BB_GOID_BATCH;
 	}
 	gp->goid = pp->goidcache++;
+	gp->clear_tid = NULL;
 	gp->fn = fn;
 	gp->arg = arg;
 	gp->result = NULL;

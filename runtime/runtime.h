@@ -166,6 +166,7 @@ struct bb_g {
 	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
 	bool sigwake;        /* its sema wait (a mutex's) is woken for a signal handler */
 	volatile bool in_cancel_call; /* in glibc's cancellable wrapper of a blocking call */
+	_Atomic uint32_t *clear_tid; /* set_tid_address of the G: zeroed and woken at its exit */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */

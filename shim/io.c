@@ -346,6 +346,10 @@ BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int fla
 			return nfd;
 		}
 		int err = bb_netpoll_wait(fd, RD, deadline_of(pd, RD));
+		if (bb_take_eintr()) {
+			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
+			return -1;
+		}
 		if (err == ETIMEDOUT || err == EBADF) {
 			errno = err == ETIMEDOUT ? EAGAIN : EBADF;
 			return -1;
@@ -382,6 +386,10 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return r;
 	int err = bb_netpoll_wait(fd, WR, deadline_of(pd, WR));
 	bb_testcancel();
+	if (bb_take_eintr()) {
+		errno = EINTR; /* the connection goes on, as the kernel's does */
+		return -1;
+	}
 	if (err == ETIMEDOUT || err == EBADF) {
 		errno = err == ETIMEDOUT ? ETIMEDOUT : EBADF;
 		return -1;
@@ -460,6 +468,10 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 		if (errno != EAGAIN)
 			return -1;
 		int err = bb_netpoll_wait(out, WR, deadline_of(pd, WR));
+		if (bb_take_eintr()) {
+			errno = EINTR;
+			return -1;
+		}
 		if (err) {
 			errno = err == EBADF ? EBADF : EAGAIN;
 			return -1;
@@ -489,7 +501,12 @@ BB_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t 
 			return -1;
 		int fds[2] = {in, out};
 		short ev[2] = {POLLIN, POLLOUT};
-		if (bb_netpoll_wait_many(fds, ev, 2, 0) == EPERM) {
+		int err = bb_netpoll_wait_many(fds, ev, 2, 0);
+		if (bb_take_eintr()) {
+			errno = EINTR;
+			return -1;
+		}
+		if (err == EPERM) {
 			bb_entersyscall();
 			n = real(in, offin, out, offout, len, flags);
 			int e = errno;

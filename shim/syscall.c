@@ -99,6 +99,13 @@ BB_EXPORT long syscall(long n, ...)
 	va_end(ap);
 	if (n == SYS_gettid && bb_on_g())
 		return gettid();
+	if (n == SYS_set_tid_address && bb_on_g()) {
+		/* the kernel's answer is the caller's tid: the G's own (see
+		 * gettid); its clear-on-exit address is the G's, not its M's,
+		 * whose own is glibc's for that OS thread */
+		bb_getg()->clear_tid = (_Atomic uint32_t *)a1;
+		return gettid();
+	}
 	if (n == SYS_tgkill || n == SYS_tkill) {
 		int err = n == SYS_tgkill ? bb_tid_kill((pid_t)a1, (pid_t)a2, (int)a3)
 					  : bb_tid_kill(-1, (pid_t)a1, (int)a2);
