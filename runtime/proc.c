@@ -524,11 +524,11 @@ top:;
  * sleeps; whichever M later picks the G from a run queue hands it its own
  * P and wakes the locked M. */
 
-static void stoplockedm(void)
+void bb_stoplockedm(void)
 {
 	bb_m *mp = bb_getm();
-	bb_p *pp = releasep();
-	bb_handoffp(pp);
+	if (mp->p) /* none when it comes from exitsyscall0 */
+		bb_handoffp(releasep());
 	bb_notesleep(&mp->park);
 	bb_noteclear(&mp->park);
 	bb_acquirep(mp->nextp);
@@ -575,7 +575,7 @@ void bb_schedule(void)
 		bb_trace_slice_end(mp->p);
 	if (mp->lockedg) {
 		/* this M belongs to one G: wait for it, lending the P meanwhile */
-		stoplockedm();
+		bb_stoplockedm();
 		bb_execute(mp->lockedg, false);
 	}
 top:;
@@ -673,6 +673,7 @@ static void park_pinned(bb_g *gp, bool (*unlockf)(bb_g *, void *), void *arg)
 
 void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 {
+	bb_reattach();
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	gp->waitreason = reason;
@@ -742,6 +743,7 @@ static void gosched_m(bb_g *gp)
  * keep the P when others wait on other Ps' queues */
 void bb_gopreempt(void)
 {
+	bb_reattach();
 	bb_m *mp = bb_getm();
 	atomic_store_explicit(&mp->curg->preempt, false, memory_order_relaxed);
 	mcall(gosched_m);
@@ -751,6 +753,7 @@ void bb_gopreempt(void)
  * on the global queue). With nothing else runnable it returns at once. */
 void bb_gosched(void)
 {
+	bb_reattach();
 	bb_m *mp = bb_getm();
 	if (mp->curg->libclocks > 0)
 		return; /* holds a glibc-internal lock: see park_pinned */

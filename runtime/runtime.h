@@ -410,6 +410,7 @@ bb_m *bb_allocm(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
 void bb_stopm(void);
+void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with a P */
 bb_p *bb_drop_takep(bool idle);
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);
 void bb_drop_end(bb_m *mp);
@@ -531,8 +532,22 @@ void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
+/* The signal handler detached this M's P while the G was stuck in the
+ * kernel in code bobbin does not see (preempt.c); the G may have come back
+ * into bobbin's own code since, by a path that did not pass bb_on_g: take a
+ * P again before touching the scheduler. */
+static inline void bb_reattach(void)
+{
+	bb_m *mp = bb_getm();
+	if (__builtin_expect(mp->detached, 0)) {
+		mp->detached = false;
+		bb_exitsyscall();
+	}
+}
+
 static inline void bb_preempt_point(void)
 {
+	bb_reattach();
 	bb_g *gp = bb_getm()->curg;
 	if (__builtin_expect(atomic_load_explicit(&gp->preempt, memory_order_relaxed), 0) &&
 	    gp->libclocks == 0) {

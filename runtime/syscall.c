@@ -57,6 +57,7 @@ void bb_syscall_release_p(bb_m *mp, bb_g *gp)
 
 void bb_entersyscall(void)
 {
+	bb_reattach();
 	bb_sysmon_ensure();
 	bb_m *mp = bb_getm();
 	bb_syscall_release_p(mp, mp->curg);
@@ -75,6 +76,13 @@ static void exitsyscall0(bb_g *gp)
 	bb_lock_release(&bb_sched_.lock);
 	if (pp) {
 		bb_acquirep(pp);
+		bb_execute(gp, false);
+	}
+	if (mp->lockedg == gp) {
+		/* gp runs only here: whoever takes it from the global queue hands
+		 * this M a P (startlockedm). As an idle M on the list it could be
+		 * given a P by startm instead, and then lose that wake-up. */
+		bb_stoplockedm();
 		bb_execute(gp, false);
 	}
 	bb_stopm();

@@ -235,6 +235,15 @@ BB_EXPORT int prctl(int option, ...)
 	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
+	if (bb_on_g() && option == 40 /* PR_GET_TID_ADDRESS */) {
+		/* the G's clear-on-exit address (syscall.c's set_tid_address),
+		 * by default its own tid field as NPTL's threads have; never the
+		 * M's, which a set_tid_address would then have the G clear */
+		bb_g *gp = bb_getg();
+		void *a = gp->clear_tid ? (void *)gp->clear_tid : (char *)gp->tcb + 720;
+		*(void **)a2 = a;
+		return 0;
+	}
 	if (bb_on_g() && option == PR_SET_NAME) {
 		bb_g *gp = bb_getg();
 		bb_lock_os_thread();

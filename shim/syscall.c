@@ -103,7 +103,9 @@ BB_EXPORT long syscall(long n, ...)
 		/* the kernel's answer is the caller's tid: the G's own (see
 		 * gettid); its clear-on-exit address is the G's, not its M's,
 		 * whose own is glibc's for that OS thread */
-		bb_getg()->clear_tid = (_Atomic uint32_t *)a1;
+		bb_g *gp = bb_getg();
+		bool own = (char *)a1 == (char *)gp->tcb + 720; /* its tid field: the default */
+		gp->clear_tid = own ? NULL : (_Atomic uint32_t *)a1;
 		return gettid();
 	}
 	if (n == SYS_tgkill || n == SYS_tkill) {
