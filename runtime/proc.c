@@ -169,14 +169,14 @@ static bb_p *releasep(void)
  * pending P is taken. */
 
 /* sched.lock held: mp starts dropping */
-static void drop_begin(bb_m *mp)
+void bb_drop_begin(bb_m *mp)
 {
 	mp->dropping = true;
 	bb_sched_.nmdropping++;
 }
 
 /* sched.lock held: mp stops dropping (if it was) */
-static void drop_end(bb_m *mp)
+void bb_drop_end(bb_m *mp)
 {
 	if (mp->dropping) {
 		mp->dropping = false;
@@ -197,19 +197,19 @@ static bb_p *pendget(bool *spin)
 	return pp;
 }
 
-/* Take a P as an M without one (sched.lock not held): a pending one first,
- * else (idle) an idle one. The M holds it on return and is spinning, counted,
- * if the P came that way. NULL: none; a dropping M stays dropping. */
-bb_p *bb_drop_takep(bool idle)
+/* Take a P as a dropping M (sched.lock not held): a pending one first, else
+ * an idle one. The M holds it on return and is spinning, counted, if the P
+ * came that way. NULL: none; the M stays dropping. */
+static bb_p *drop_takep(void)
 {
 	bb_m *mp = bb_getm();
 	bool spin = false;
 	bb_lock_acquire(&bb_sched_.lock);
 	bb_p *pp = pendget(&spin);
-	if (pp == NULL && idle)
+	if (pp == NULL)
 		pp = bb_pidleget();
 	if (pp)
-		drop_end(mp);
+		bb_drop_end(mp);
 	bb_lock_release(&bb_sched_.lock);
 	if (pp) {
 		bb_acquirep(pp);
@@ -224,12 +224,9 @@ bb_p *bb_drop_pending(bb_m *mp, bool *spin)
 {
 	bb_p *pp = pendget(spin);
 	if (pp)
-		drop_end(mp);
+		bb_drop_end(mp);
 	return pp;
 }
-
-void bb_drop_end(bb_m *mp) { drop_end(mp); }
-void bb_drop_begin(bb_m *mp) { drop_begin(mp); }
 
 /* Park this M until startm hands it a P (or take one left pending). */
 void bb_stopm(void)
@@ -240,7 +237,7 @@ void bb_stopm(void)
 	bb_lock_acquire(&bb_sched_.lock);
 	bool spin = false;
 	bb_p *pp = mp->lockedg ? NULL : pendget(&spin);
-	drop_end(mp);
+	bb_drop_end(mp);
 	if (pp) {
 		bb_lock_release(&bb_sched_.lock);
 		bb_acquirep(pp);
@@ -471,7 +468,7 @@ top:;
 	}
 	releasep();
 	bb_pidleput(pp);
-	drop_begin(mp);
+	bb_drop_begin(mp);
 	bb_lock_release(&bb_sched_.lock);
 
 	if (mp->spinning) {
@@ -482,7 +479,7 @@ top:;
 		for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 			if (!bb_runqempty(bb_allp[i]) ||
 			    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0) {
-				if (bb_drop_takep(true)) {
+				if (drop_takep()) {
 					if (!mp->spinning) {
 						mp->spinning = true;
 						atomic_fetch_add_explicit(&bb_sched_.nmspinning, 1,
@@ -503,7 +500,7 @@ top:;
 	if (slept == BB_SLEEP_WOKE) {
 		/* a deadline passed, an earlier timer came, or the poller readied
 		 * Gs: find a P for them */
-		if (bb_drop_takep(true)) {
+		if (drop_takep()) {
 			gp = take_one(&list);
 			bb_injectglist(list);
 			if (gp)

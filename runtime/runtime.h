@@ -411,7 +411,6 @@ int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
 void bb_stopm(void);
 void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with a P */
-bb_p *bb_drop_takep(bool idle);
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);
 void bb_drop_end(bb_m *mp);
 void bb_drop_begin(bb_m *mp);
