@@ -29,20 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROBE_NAME "cancel_syscall"
 #include "probe.h"
-
-static const char *volatile current_probe = "start";
-
-static void on_alarm(int sig)
-{
-    static const char pre[] = "cancel_syscall: watchdog: hung in probe: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
 
 enum point { P_WAITPID, P_PAUSE, P_SIGWAIT, P_SIGSUSPEND, P_FIFO_OPEN, P_MSGRCV, NPOINTS };
 static const char *const point_name[NPOINTS] = {

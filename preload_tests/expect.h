@@ -1,7 +1,7 @@
 /* expect.h — the probe helpers shared by the tests that print one line per
  * probe and check its result against NPTL's (mutex_errors, rwlock, barrier,
- * semaphore): a watchdog that names the probe that hung, errno names, and
- * deadlines on a clock. Define PROBE_NAME before including it.
+ * semaphore): errno names and deadlines on a clock (the watchdog that names
+ * the probe that hung is probe.h's). Define PROBE_NAME before including it.
  */
 #ifndef BOBBIN_EXPECT_H
 #define BOBBIN_EXPECT_H
@@ -14,19 +14,6 @@
 
 #include "probe.h"
 
-static const char *volatile current_probe = "start";
-
-/* SIGALRM: say which probe hung, then fail */
-static void on_alarm(int sig)
-{
-    static const char pre[] = PROBE_NAME ": watchdog: hung in probe: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
 
 static const char *ename(int rc)
 {

@@ -30,22 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROBE_NAME "setuid_threads"
 #include "probe.h"
 
 enum { NSPIN = 10, NSLEEP = 50, NCOND = 39, NTHREADS = NSPIN + NSLEEP + NCOND + 1, REPEAT = 3 };
-
-static const char *volatile current_probe = "start";
-
-static void on_alarm(int sig)
-{
-    static const char pre[] = "setuid_threads: watchdog: hung in: ";
-    const char *p = current_probe;
-    (void)sig;
-    (void)!write(2, pre, sizeof pre - 1);
-    (void)!write(2, p, strlen(p));
-    (void)!write(2, "\n", 1);
-    _exit(1);
-}
 
 static atomic_int stop;
 static atomic_int started;

@@ -48,21 +48,6 @@ void bb_allgs_add(bb_g *gp)
 	bb_lock_release(&allglock);
 }
 
-/* The live G whose thread id (the one glibc and gettid see) is tid, or
- * NULL. A scan of every G: for the rare calls that name a thread by tid. */
-bb_g *bb_g_by_tid(int tid)
-{
-	bb_lock_acquire(&allglock);
-	bb_g *found = NULL;
-	for (int32_t i = 0; i < nallgs && found == NULL; i++) {
-		bb_g *gp = allgs[i];
-		if (gp->tcb && atomic_load(&gp->status) != Gdead && bb_g_tid(gp) == tid)
-			found = gp;
-	}
-	bb_lock_release(&allglock);
-	return found;
-}
-
 /* fn(gp, arg) for every G ever made (allglock held: fn must not create) */
 void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg)
 {
@@ -70,6 +55,28 @@ void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg)
 	for (int32_t i = 0; i < nallgs; i++)
 		fn(allgs[i], arg);
 	bb_lock_release(&allglock);
+}
+
+struct by_tid {
+	int tid;
+	bb_g *found;
+};
+
+static void match_tid(bb_g *gp, void *arg)
+{
+	struct by_tid *b = arg;
+	if (b->found == NULL && gp->tcb && atomic_load(&gp->status) != Gdead &&
+	    bb_g_tid(gp) == b->tid)
+		b->found = gp;
+}
+
+/* The live G whose thread id (the one glibc and gettid see) is tid, or
+ * NULL: a scan, for the rare calls that name a thread by its id. */
+bb_g *bb_g_by_tid(int tid)
+{
+	struct by_tid b = {tid, NULL};
+	bb_allgs_each(match_tid, &b);
+	return b.found;
 }
 
 /* fork child: only the forking G lives on */

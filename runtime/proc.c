@@ -1184,13 +1184,11 @@ bool bb_join_interrupt(bb_g *self)
 
 bool bb_sleep_interrupt(bb_g *gp);
 
-void bb_interrupt(bb_g *gp, bool for_signal)
+void bb_interrupt(bb_g *gp, int why)
 {
 	switch (atomic_load(&gp->waitkind)) {
 	case BB_WAIT_SEMA:
-		/* a condvar or semaphore wait; a mutex's only for a signal (the
-		 * handler runs, then the wait goes on) */
-		if (gp->cancellable || (for_signal && gp->sigwake))
+		if (gp->wakeon & why)
 			bb_sema_interrupt(gp);
 		break;
 	case BB_WAIT_SLEEP:

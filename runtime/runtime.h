@@ -163,8 +163,7 @@ struct bb_g {
 	_Atomic uint32_t waitkind; /* BB_WAIT_* */
 	void *waitobj;       /* the joined G for BB_WAIT_JOIN */
 	bool interrupted;    /* woken by bb_interrupt */
-	bool cancellable;    /* its sema wait is a cancellation point (cond, sem_wait) */
-	bool sigwake;        /* its sema wait (a mutex's) is woken for a signal handler */
+	uint8_t wakeon;      /* what may wake its sema wait early (BB_WAKE_*): set by the waiter */
 	volatile bool in_cancel_call; /* in glibc's cancellable wrapper of a blocking call */
 	_Atomic uint32_t *clear_tid; /* set_tid_address of the G: zeroed and woken at its exit */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
@@ -575,7 +574,12 @@ __attribute__((noreturn)) void bb_deadlock_report(void);
 
 /* ---- interrupting a parked G (cancellation) ---- */
 enum { BB_WAIT_NONE, BB_WAIT_SEMA, BB_WAIT_SLEEP, BB_WAIT_NETPOLL, BB_WAIT_JOIN };
-void bb_interrupt(bb_g *gp, bool for_signal); /* wake gp from a cancellable wait */
+/* why bb_interrupt wakes a G (and which its sema wait accepts, g->wakeon):
+ * pthread_cancel (condvar and semaphore waits are cancellation points), or
+ * pthread_kill (every lock, barrier, condvar and semaphore wait runs the
+ * handler, then waits on or fails with EINTR as the caller decides) */
+enum { BB_WAKE_CANCEL = 1, BB_WAKE_SIGNAL = 2 };
+void bb_interrupt(bb_g *gp, int why); /* wake gp from an interruptible wait */
 bool bb_sema_interrupt(bb_g *gp);
 bool bb_netpoll_interrupt(bb_g *gp);
 bool bb_join_interrupt(bb_g *gp);

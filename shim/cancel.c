@@ -168,44 +168,30 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		return real_cancel ? real_cancel(th) : ESRCH;
 	_Atomic int *ch = (_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING);
 	bb_m *mp = gp->m;
-	if (gp->in_cancel_call && mp && mp->tid > 0 && !gp->is_main) {
-		/* blocked in the kernel inside glibc's cancellable wrapper, which
-		 * made it asynchronously cancellable: glibc's pthread_cancel marks
-		 * it as NPTL does (and installs glibc's SIGCANCEL handler); its
-		 * signal to the fake tid goes nowhere, so send it to the M. The
-		 * handler runs on the G's TCB and unwinds it out of the call. */
-		real_cancel(th);
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
-		return 0;
-	}
-	if (gp->in_cancel_call && mp && mp->tid > 0 && bb_redirect_main_unwind(gp)) {
-		/* main, the same way; but glibc's own signal would go to the
-		 * initial thread's tid, an M that may run another G: mark it as
-		 * glibc does (CANCELING only when asynchronous: the handler then
-		 * sets CANCELED and unwinds) and signal main's M ourselves */
+	/* blocked in the kernel inside glibc's cancellable wrapper, which made
+	 * it asynchronously cancellable: glibc's SIGCANCEL handler, run on the
+	 * G's TCB by a signal to its M, unwinds it out of the call. (glibc's
+	 * own pthread_cancel would aim the signal at the thread's id: nowhere
+	 * for a G, and for main an M that may be running another G.) */
+	bool in_call = gp->in_cancel_call && mp && mp->tid > 0 &&
+		       (!gp->is_main || bb_redirect_main_unwind(gp));
+	if (in_call)
 		sigcancel_handler_installed();
-		int old = atomic_load(ch);
-		for (;;) {
-			if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
-				return 0;
-			int nv = old | CANCELING_BITMASK;
-			if (!(old & CANCELTYPE_BITMASK))
-				nv |= CANCELED_BITMASK; /* not in the call yet: deferred */
-			if (nv == old || atomic_compare_exchange_weak(ch, &old, nv))
-				break;
-		}
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
-		return 0;
-	}
 	int old = atomic_load(ch);
 	for (;;) {
 		if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
 			return 0; /* already on its way out */
-		int nv = old | CANCELING_BITMASK | CANCELED_BITMASK;
-		if (nv == old)
+		/* as glibc marks it: asynchronous in the call, CANCELING only
+		 * (the handler sets CANCELED and unwinds); else both, deferred */
+		int nv = old | CANCELING_BITMASK;
+		if (!in_call || !(old & CANCELTYPE_BITMASK))
+			nv |= CANCELED_BITMASK;
+		if (nv == old || atomic_compare_exchange_weak(ch, &old, nv))
 			break;
-		if (atomic_compare_exchange_weak(ch, &old, nv))
-			break;
+	}
+	if (in_call) {
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
+		return 0;
 	}
 	bool async = (atomic_load(ch) & (CANCELSTATE_BITMASK | CANCELTYPE_BITMASK)) ==
 		     CANCELTYPE_BITMASK;
@@ -223,7 +209,7 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 		return 0;
 	}
-	bb_interrupt(gp, false); /* parked at a cancellation point: let it act */
+	bb_interrupt(gp, BB_WAKE_CANCEL); /* parked at a cancellation point: let it act */
 	return 0;
 }
 

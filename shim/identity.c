@@ -128,12 +128,19 @@ BB_EXPORT pid_t gettid(void)
  * pthread_kill (0 or an errno); -1: a real OS thread, for the kernel */
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig)
 {
-	if (!bb_active || (tgid != -1 && tgid != getpid()))
+	if (!bb_active)
 		return -1;
-	bb_g *gp = tid == getpid() ? bb_main_g : (tid & 0x20000000) ? bb_g_by_tid(tid) : NULL;
-	if (gp == NULL)
-		return (tid & 0x20000000) ? ESRCH : -1; /* such an id is never a kernel thread's */
-	return pthread_kill((pthread_t)gp->tcb, sig);
+	bb_g *gp;
+	if (tid & 0x20000000) { /* such an id is never a kernel thread's */
+		gp = bb_g_by_tid(tid);
+	} else {
+		gp = bb_main_g; /* main's id is the initial thread's */
+		if (gp == NULL || atomic_load(&gp->status) == Gdead || bb_g_tid(gp) != tid)
+			return -1; /* a real OS thread: the kernel's (no getpid here) */
+	}
+	if (tgid != -1 && tgid != getpid())
+		return -1;
+	return gp ? pthread_kill((pthread_t)gp->tcb, sig) : ESRCH;
 }
 
 BB_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)

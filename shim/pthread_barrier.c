@@ -81,10 +81,10 @@ static int wait_round(bb_barrier *b)
 		 * round's late wake-up: look again) */
 		for (;;) {
 			bb_g *gp = bb_getg();
-			gp->sigwake = true; /* a pthread_kill's handler runs meanwhile */
+			gp->wakeon = BB_WAKE_SIGNAL; /* a pthread_kill's handler runs meanwhile */
 			int r = bb_sema_park(&b->word, same_round, (void *)(uintptr_t)round,
 					     waitReasonSema, 0, NULL, NULL);
-			bb_getg()->sigwake = false;
+			bb_getg()->wakeon = 0;
 			if (r == -3)
 				bb_take_eintr(); /* then wait on: never EINTR */
 			if (r == 0 || !same_round(&b->word, (void *)(uintptr_t)round))

@@ -49,9 +49,9 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 	unsigned depth = m->count; /* a recursive mutex comes back as deep as it was */
 	bb_testcancel();
 	bb_g *gp = bb_getg();
-	gp->cancellable = true;
+	gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL; /* a cancellation point */
 	int r = bb_sema_park(c, count_waiter, NULL, waitReasonCond, deadline, bb_mutex_release, m);
-	gp->cancellable = false;
+	gp->wakeon = 0;
 	if (r == -2)
 		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
 	if (r == -1 || r == -3) /* the timer, a cancel or a pthread_kill dequeued us */

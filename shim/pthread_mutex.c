@@ -54,10 +54,10 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 			return 0;
 		if (start == 0)
 			start = bb_nanotime();
-		gp->sigwake = true;
+		gp->wakeon = BB_WAKE_SIGNAL;
 		int r = bb_sema_park(&m->lock, still_contended, NULL, waitReasonMutex, deadline, NULL,
 				     NULL);
-		gp->sigwake = false;
+		gp->wakeon = 0;
 		if (r == -3) {
 			/* pthread_kill'ed: run its handler, then wait on (a mutex
 			 * wait never fails with EINTR) */

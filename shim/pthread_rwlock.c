@@ -180,9 +180,9 @@ static bool writer_must_wait(void *addr, void *arg)
  * returns -3 (the caller waits on: a lock wait never fails with EINTR) */
 static int park_sig(void *queue, bool (*must_wait)(void *, void *), bb_rwlock *l, int64_t deadline)
 {
-	bb_getg()->sigwake = true;
+	bb_getg()->wakeon = BB_WAKE_SIGNAL;
 	int r = bb_sema_park(queue, must_wait, l, waitReasonMutex, deadline, NULL, NULL);
-	bb_getg()->sigwake = false;
+	bb_getg()->wakeon = 0;
 	if (r == -3)
 		bb_take_eintr();
 	return r;

@@ -109,9 +109,9 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 		/* wake-ups carry no token, so a timed-out waiter loses nothing
 		 * that another waiter needed */
 		bb_g *gp = bb_getg();
-		gp->cancellable = true; /* sem_wait is a cancellation point */
+		gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL; /* a cancellation point */
 		int r = bb_sema_park(&s->data, empty, NULL, waitReasonSema, deadline, NULL, NULL);
-		gp->cancellable = false;
+		gp->wakeon = 0;
 		if (r == -3) { /* pthread_cancel or pthread_kill: unregister, act */
 			atomic_fetch_sub_explicit(&s->data, WAITER, memory_order_relaxed);
 			bb_testcancel();

@@ -188,6 +188,6 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 	else
-		bb_interrupt(gp, true); /* parked: let it wake and run the handler */
+		bb_interrupt(gp, BB_WAKE_SIGNAL); /* parked: let it wake and run the handler */
 	return 0;
 }
