@@ -7,8 +7,8 @@
  * the G that makes no call. The handler runs on the M's alternate stack and
  * accepts only a safe point: the G is the M's running G, holds no
  * glibc-internal lock bobbin knows of, and was interrupted in the program's
- * own code — not libc, ld.so, libbobbin, the vDSO, or a library named in
- * BOBBIN_NOPREEMPT. There it makes the G "call" bb_asyncpreempt (asm/),
+ * own code — not libc, ld.so, bobbin (known by its address, whatever the
+ * file's name), the vDSO, or a library named in BOBBIN_NOPREEMPT. There it makes the G "call" bb_asyncpreempt (asm/),
  * which saves every register and the xsave state and yields; the G later
  * resumes exactly where it was. At an unsafe point nothing happens and
  * sysmon asks again on its next round.
@@ -93,7 +93,8 @@ static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 			}
 		}
 	}
-	if (excluded(info->dlpi_name))
+	/* bobbin itself by its address: the library may have any file name */
+	if (info->dlpi_addr == (uintptr_t)data || excluded(info->dlpi_name))
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -126,12 +127,14 @@ static bool in_bobbin(uintptr_t pc)
  * own write inside fwrite) gives up its P from its own thread: the handler
  * runs on that M, so nothing else of the M can be using the P meanwhile.
  * It performs entersyscall for the G; sysmon then hands the P on; the next
- * interposed call of the G does exitsyscall (bb_on_g). */
-static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc)
+ * interposed call of the G does exitsyscall (bb_on_g). Never while bobbin's
+ * own code is on the G's stack (bb_rt_live): it may be in libc on bobbin's
+ * behalf, holding the P in its locals. */
+static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 {
 	mp->detach_req = false;
 	bb_p *pp = mp->p;
-	if (pp == NULL || in_bobbin(pc) ||
+	if (pp == NULL || in_bobbin(pc) || bb_rt_live(gp, sp) ||
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
 		return;
 	bb_syscall_release_p(mp, gp);
@@ -146,23 +149,23 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	ucontext_t *uc = uctxv;
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	if (gp != NULL && mp->detach_req) {
-		detach_p(mp, gp, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP]);
+		detach_p(mp, gp, pc, sp);
 		return;
 	}
 	/* a pthread_kill for the G running here: run the program's handler
 	 * now, on this G, nested in this signal's context */
 	if (gp != NULL && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning &&
-	    !in_bobbin((uintptr_t)uc->uc_mcontext.gregs[REG_RIP]))
+	    !in_bobbin(pc) && !bb_rt_live(gp, sp))
 		bb_sigpoke_hook();
 	/* an asynchronous pthread_cancel: the G takes the same way out as a
 	 * preemption (bb_asyncpreempt2 acts on it) */
 	bool cancel = gp != NULL && bb_async_cancel_hook && bb_async_cancel_due(gp);
 	if (gp == NULL || (!gp->preempt && !cancel))
 		return;
-	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	/* room for the red zone, the saves and the scheduler's frames */
 	uintptr_t need = 128 + 8 + 17 * 8 + bb_xsave_size + 64 + 16 * 1024;
 	if (gp->libclocks > 0 || atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning ||

@@ -931,6 +931,7 @@ void bb_goexit(void *result)
 		mp = bb_getm();
 	}
 	bb_g *gp = mp->curg;
+	BB_RT_MARK(gp);
 	gp->result = result;
 	if (bb_g_exit_hook)
 		bb_g_exit_hook(gp); /* TSD destructors, on the G */
@@ -1015,6 +1016,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	}
 	gp->goid = pp->goidcache++;
 	gp->clear_tid = NULL;
+	gp->rt_fp = 0;
 	gp->fn = fn;
 	gp->arg = arg;
 	gp->result = NULL;

@@ -174,6 +174,10 @@ struct bb_g {
 	bool sig_ran;        /* a handler ran (sleeps end with EINTR whatever SA_RESTART) */
 	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
+	/* the outermost frame of bobbin code on this G's stack: its frame
+	 * address and return address (bb_rt_live); owner G, read by the
+	 * signal handler on its M */
+	uintptr_t rt_fp, rt_ra;
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
 	_Atomic uint32_t woken;
@@ -542,6 +546,43 @@ static inline void bb_reattach(void)
 		bb_exitsyscall();
 	}
 }
+
+/* Bobbin code running on a G may hold the G's M and P in locals across a
+ * call into libc (calloc, memset, mmap): the signal handler must then not
+ * detach the P or run a program handler (preempt.c), though the pc it
+ * interrupted is libc's. The outermost bobbin frame on the G's stack marks
+ * the G when an interposed call starts (BB_RT_MARK): while that frame is
+ * live, the interrupted sp is below it and its return-address slot still
+ * holds the address it was called from. A stale mark (the frame returned)
+ * fails one of the two tests, or by rare chance passes them and only keeps
+ * the G from being detached that once. Only frames on the G's own stack
+ * count: a handler on an alternate stack neither marks nor reads one. */
+static inline bool bb_rt_live(const bb_g *gp, uintptr_t sp)
+{
+	uintptr_t fp = gp->rt_fp;
+	return fp != 0 && sp < fp && *(const uintptr_t *)(fp + 8) == gp->rt_ra;
+}
+
+static inline __attribute__((always_inline)) void bb_rt_mark(bb_g *gp, uintptr_t fp, uintptr_t ra)
+{
+	if (fp >= gp->stack_lo && fp + 16 <= gp->stack_hi && !bb_rt_live(gp, fp)) {
+		gp->rt_fp = fp;
+		gp->rt_ra = ra;
+	}
+}
+
+/* in the function that is bobbin's entry (a macro: the frame is the caller's) */
+#define BB_RT_MARK(gp) \
+	bb_rt_mark((gp), (uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0))
+
+/* before a call into glibc that may wait in the kernel unseen and should
+ * let the P go (flockfile): drop the mark if this frame made it */
+#define BB_RT_UNMARK(gp)                                                   \
+	do {                                                               \
+		bb_g *ug_ = (gp);                                          \
+		if (ug_->rt_fp == (uintptr_t)__builtin_frame_address(0)) \
+			ug_->rt_fp = 0;                                    \
+	} while (0)
 
 static inline void bb_preempt_point(void)
 {

@@ -93,14 +93,18 @@ int bb_real_init(void);
 #define REAL(name) (__builtin_expect(bb_real.name != NULL, 1) ? bb_real.name : (bb_real_init(), bb_real.name))
 
 /* true when the caller is a G run by bobbin (not g0, not a thread bobbin
- * did not make, and bobbin did not step aside) */
-static inline bool bb_on_g(void)
+ * did not make, and bobbin did not step aside); marks the G as running
+ * bobbin code from the calling function's frame down (bb_rt_live) */
+#define bb_on_g() bb_on_g_at((uintptr_t)__builtin_frame_address(0), \
+			     (uintptr_t)__builtin_return_address(0))
+static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintptr_t ra)
 {
 	if (!bb_active || !bb_tls_m)
 		return false;
 	bb_m *mp = bb_getm();
 	if (mp->curg == NULL)
 		return false;
+	bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
 	if (__builtin_expect(mp->detached, 0)) {
 		/* the P was taken while this M was stuck in the kernel: get one
 		 * back before touching the scheduler (preempt.c, detach_p) */

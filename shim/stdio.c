@@ -10,8 +10,11 @@
 
 BB_EXPORT void flockfile(FILE *f)
 {
-	if (bb_on_g())
-		bb_getg()->libclocks++; /* before: the lock may be contended */
+	if (bb_on_g()) {
+		bb_g *gp = bb_getg();
+		gp->libclocks++; /* before: the lock may be contended */
+		BB_RT_UNMARK(gp); /* a wait in the kernel here may let the P go */
+	}
 	REAL(flockfile)(f);
 }
 
