@@ -1051,7 +1051,12 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	}
 	if (attr->handle)
 		*attr->handle = gp->tcb; /* visible before the G can run, as in NPTL */
-	bb_casgstatus(gp, Gdead, Grunnable);
+	/* a dead G is this creator's alone (gfget): a plain release store, not
+	 * a locked CAS, which would wait here for every store above to drain
+	 * (the G's and TCB's lines come from the core the G last ran on) */
+	if (atomic_load_explicit(&gp->status, memory_order_relaxed) != Gdead)
+		bb_throw("newproc: G%llu is not dead", (unsigned long long)gp->goid);
+	atomic_store_explicit(&gp->status, Grunnable, memory_order_release);
 	bb_runqput(pp, gp, true);
 	bb_wakep();
 	return gp;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PAGE 4096ul
@@ -41,8 +42,8 @@ size_t bb_default_stacksize(void)
 /* with_tcb: the G has no TCB yet; if the stack is roomy, its TLS block and
  * TCB go at the top of the mapping, as NPTL lays out a thread (gp->tcb set) */
 /* Stacks of the default size with a one-page guard are carved from chunks
- * of STACK_CHUNK made at once: one mmap, then every guard's mprotect in a
- * row while no thread runs on the chunk yet. A burst of thread creation
+ * of STACK_CHUNK made at once: one mmap, then every guard in a row while
+ * no thread runs on the chunk yet. A burst of thread creation
  * then makes no system call for 15 stacks in 16, and the first faults on
  * a new stack never wait behind a split of the mapping they are in. Each
  * stack is still unmapped on its own (munmap takes any page range). */
@@ -50,11 +51,32 @@ size_t bb_default_stacksize(void)
 static bb_lock chunklock;
 static uintptr_t chunk_next, chunk_end;
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
+#endif
+static _Atomic bool no_guard_madvise;
+
+/* A guard of len bytes at p. Where the kernel has guard regions
+ * (MADV_GUARD_INSTALL), a marker in the page table: the mapping stays one
+ * VMA (no split per stack, so no vm.max_map_count limit near 32,000
+ * threads as natively), and the page-table page it takes is the one the
+ * stack below already needs for its top. Otherwise PROT_NONE, as NPTL.
+ * Either way a touch gets SIGSEGV, and the guard survives MADV_DONTNEED. */
+static int make_guard(void *p, size_t len)
+{
+	if (!atomic_load_explicit(&no_guard_madvise, memory_order_relaxed)) {
+		if (bb_sys(SYS_madvise, p, len, MADV_GUARD_INSTALL) == 0)
+			return 0;
+		atomic_store_explicit(&no_guard_madvise, true, memory_order_relaxed);
+	}
+	return mprotect(p, len, PROT_NONE);
+}
+
 static void *map_one(size_t total, size_t guard)
 {
 	void *p = mmap(NULL, total, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (p != MAP_FAILED && guard && mprotect(p, guard, PROT_NONE) != 0) {
+	if (p != MAP_FAILED && guard && make_guard(p, guard) != 0) {
 		munmap(p, total);
 		p = MAP_FAILED;
 	}
@@ -73,7 +95,7 @@ static void *map_stack(size_t total, size_t guard)
 		int i = 1;
 		if (c != MAP_FAILED)
 			for (; i < STACK_CHUNK; i++)
-				if (mprotect(c + i * unit, PAGE, PROT_NONE) != 0)
+				if (make_guard(c + i * unit, PAGE) != 0)
 					break;
 		if (c != MAP_FAILED) { /* the stacks whose guards are in place */
 			if (i < STACK_CHUNK)
