@@ -4,6 +4,9 @@
  *   pingpong   two threads, two pipes: A writes byte k into pipe 1, B reads it, checks
  *              it and writes k+1 into pipe 2, A reads and checks that; 100,000
  *              round trips (a lost wake-up hangs it: the harness's timeout).
+ *   socketpair the same over one socketpair in both directions (ROUND_TRIPS / 4), then
+ *              a pipe that gets the pair's closed numbers back carries 64 bytes to a
+ *              reader parked on it.
  *   big write  one write() of 1 MiB into a pipe (64 KiB of capacity): a blocking write
  *              returns only when all of it is written, so it must return 1 MiB. The
  *              reader takes it with reads of odd sizes, then a writev() of three pieces
@@ -23,6 +26,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -92,6 +96,91 @@ static void pingpong(void)
         close(pong[i]);
     }
     printf("pingpong round_trips=%ld sum=%llu\n", trips, (unsigned long long)sum);
+}
+
+/* ---- socketpair ---- */
+
+/* One socketpair, both directions: A sends k on sv[0], B answers k+1 on
+ * sv[1]. Then the pair is closed and the same numbers come back for a
+ * pipe made at once, whose ends must not be confused with the old pair's
+ * (a write to the new write end wakes the reader of the new read end). */
+static int sv[2];
+
+static void *sp_ponger(void *arg)
+{
+    (void)arg;
+    for (long k = 0; k < ROUND_TRIPS / 4; k++) {
+        unsigned char c;
+        if (read(sv[1], &c, 1) != 1) {
+            CHECK(0, "socketpair ponger read: %s", strerror(errno));
+            break;
+        }
+        CHECK(c == (unsigned char)k, "socketpair ponger: got %u, want %u", c, (unsigned char)k);
+        c++;
+        if (write(sv[1], &c, 1) != 1) {
+            CHECK(0, "socketpair ponger write: %s", strerror(errno));
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int reuse[2];
+
+static void *reuse_reader(void *arg)
+{
+    (void)arg;
+    unsigned char buf[64];
+    ssize_t n = read_full(reuse[0], buf, sizeof buf);
+    CHECK(n == (ssize_t)sizeof buf, "reused-number pipe read returned %zd", n);
+    long s = 0;
+    for (int i = 0; i < (int)sizeof buf; i++)
+        s += buf[i];
+    return (void *)s;
+}
+
+static void socket_pair(void)
+{
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair: %s", strerror(errno));
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, sp_ponger, NULL) == 0, "pthread_create");
+    uint64_t sum = 0;
+    long trips = 0;
+    for (long k = 0; k < ROUND_TRIPS / 4; k++) {
+        unsigned char c = (unsigned char)k;
+        if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1) {
+            CHECK(0, "socketpair pinger: %s", strerror(errno));
+            break;
+        }
+        CHECK(c == (unsigned char)(k + 1), "socketpair pinger: got %u, want %u", c,
+              (unsigned char)(k + 1));
+        sum += c;
+        trips++;
+    }
+    pthread_join(t, NULL);
+    int old0 = sv[0], old1 = sv[1];
+    close(sv[0]);
+    close(sv[1]);
+    REQUIRE(pipe(reuse) == 0, "pipe: %s", strerror(errno));
+    REQUIRE(pthread_create(&t, NULL, reuse_reader, NULL) == 0, "pthread_create");
+    unsigned char buf[64];
+    long want = 0;
+    for (int i = 0; i < (int)sizeof buf; i++) {
+        buf[i] = (unsigned char)(i * 7);
+        want += buf[i];
+    }
+    for (int i = 0; i < (int)sizeof buf; i += 16) {
+        usleep(1000); /* the reader parks between the pieces */
+        CHECK(write(reuse[1], buf + i, 16) == 16, "pipe write: %s", strerror(errno));
+    }
+    void *got;
+    pthread_join(t, &got);
+    CHECK((long)got == want, "reused-number pipe carried %ld, want %ld", (long)got, want);
+    printf("socketpair round_trips=%ld sum=%llu numbers_reused=%d\n", trips,
+           (unsigned long long)sum, (reuse[0] == old0 || reuse[0] == old1) &&
+           (reuse[1] == old0 || reuse[1] == old1));
+    close(reuse[0]);
+    close(reuse[1]);
 }
 
 /* ---- big write ---- */
@@ -247,6 +336,7 @@ int main(void)
 {
     alarm(55);
     pingpong();
+    socket_pair();
     big_write();
     atomic_records();
     return probe_exit("pipe_pingpong");

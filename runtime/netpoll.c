@@ -405,6 +405,62 @@ void bb_netpoll_close(int fd)
 	fire(pd, 0, &list);
 	fire(pd, 1, &list);
 	pd->known = false; /* the number may be reused for another kind of file */
+	pd->peerfd1 = 0;
+	bb_lock_release(&pd->lock);
+	while (list) {
+		bb_g *gp = list;
+		list = gp->schedlink;
+		gp->schedlink = NULL;
+		bb_goready(gp);
+	}
+}
+
+/* Both ends of a pipe or socketpair just made here (each fd fresh): what
+ * one end transfers may make the other ready (bb_netpoll_kick). */
+void bb_netpoll_link_peers(int fd0, int fd1)
+{
+	bb_pd *a = bb_pd_get(fd0), *b = bb_pd_get(fd1);
+	if (a == NULL || b == NULL)
+		return;
+	bb_lock_acquire(&b->lock);
+	uint32_t bseq = b->seq;
+	bb_lock_release(&b->lock);
+	bb_lock_acquire(&a->lock);
+	a->peerfd1 = fd1 + 1;
+	a->peerseq = bseq;
+	uint32_t aseq = a->seq;
+	bb_lock_release(&a->lock);
+	bb_lock_acquire(&b->lock);
+	if (b->seq == bseq) {
+		b->peerfd1 = fd0 + 1;
+		b->peerseq = aseq;
+	}
+	bb_lock_release(&b->lock);
+}
+
+/* One end of an in-process pipe or socketpair (fd, as it was at seq) just
+ * moved data: wake the Gs waiting on it in mode (read after a write, write
+ * after a read) now, on this P, rather than after the epoll edge makes its
+ * way through a poll. Only a hint: a woken G retries its call and parks
+ * again if there is nothing for it (another reader was first, the number
+ * was reused); the edge itself still comes and is handled as ever. */
+void bb_netpoll_kick(int fd, uint32_t seq, int mode)
+{
+	/* With an idle P or a spinning M, a spinning M finds the edge by
+	 * polling and runs the waiter there, in parallel with this G (a wake-up here would put both
+	 * on this P and wake an M for nothing). Every P busy: this is the way
+	 * the waiter gets to run soonest. */
+	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0 ||
+	    atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) > 0)
+		return;
+	bb_pd *pd = bb_pd_peek(fd);
+	/* a racy look first: a waiter linking meanwhile gets the edge */
+	if (pd == NULL || __atomic_load_n(&pd->waiters[mode], __ATOMIC_RELAXED) == NULL)
+		return;
+	bb_g *list = NULL;
+	bb_lock_acquire(&pd->lock);
+	if (pd->seq == seq)
+		fire(pd, mode, &list);
 	bb_lock_release(&pd->lock);
 	while (list) {
 		bb_g *gp = list;

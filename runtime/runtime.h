@@ -493,9 +493,15 @@ struct bb_pd {
 	bool nowait_ok;      /* preadv2/pwritev2 RWF_NOWAIT work on this file */
 	struct bb_fdesc *desc; /* the open file description's flags, shared by dups */
 	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
+	/* the other end of a pipe or socketpair made in this process: its fd
+	 * + 1 (0: none) and its seq then (bb_netpoll_kick) */
+	int peerfd1;
+	uint32_t peerseq;
 };
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
 extern int bb_epfd, bb_breakfd;
+void bb_netpoll_kick(int fd, uint32_t seq, int mode);
+void bb_netpoll_link_peers(int fd0, int fd1);
 extern _Atomic int32_t bb_netpoll_waiters;
 extern _Atomic int64_t bb_lastpoll;
 bool bb_netpoll_inited(void);

@@ -201,6 +201,7 @@ BB_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	if (r == 0) {
 		bb_fd_own_socket(sv[0], (type & SOCK_NONBLOCK) != 0);
 		bb_fd_own_socket(sv[1], (type & SOCK_NONBLOCK) != 0);
+		bb_netpoll_link_peers(sv[0], sv[1]);
 	}
 	return r;
 }
@@ -211,6 +212,8 @@ BB_EXPORT int pipe(int fds[2])
 	if (r == 0) {
 		newfd(fds[0]);
 		newfd(fds[1]);
+		if (bb_active)
+			bb_netpoll_link_peers(fds[0], fds[1]);
 	}
 	return r;
 }
@@ -221,6 +224,8 @@ BB_EXPORT int pipe2(int fds[2], int flags)
 	if (r == 0) {
 		newfd(fds[0]);
 		newfd(fds[1]);
+		if (bb_active)
+			bb_netpoll_link_peers(fds[0], fds[1]);
 	}
 	return r;
 }

@@ -76,6 +76,15 @@ static ssize_t attempt(bb_pd *pd, ioreq *r)
 	return -2;
 }
 
+/* data moved through one end of an in-process pipe or socketpair: the
+ * Gs waiting on the other end may go on now (netpoll.c, bb_netpoll_kick) */
+static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
+{
+	if (n > 0 && pd->peerfd1 != 0)
+		bb_netpoll_kick(pd->peerfd1 - 1, pd->peerseq, r->mode ^ 1);
+	return n;
+}
+
 static ssize_t do_io(ioreq *r)
 {
 	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
@@ -83,7 +92,7 @@ static ssize_t do_io(ioreq *r)
 		return r->call(r, false);
 	bb_preempt_point();
 	if (BB_PD_UNB(pd))
-		return r->call(r, false); /* EAGAIN is the program's to see */
+		return kick_peer(pd, r, r->call(r, false)); /* EAGAIN is the program's to see */
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
 		bb_testcancel();
 		return blocking_call(r);
@@ -96,7 +105,7 @@ static ssize_t do_io(ioreq *r)
 		if (n != -2) {
 			if (n >= 0)
 				errno = saved;
-			return n;
+			return kick_peer(pd, r, n);
 		}
 		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
 		if (bb_take_eintr()) {
