@@ -388,8 +388,20 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 	return err;
 }
 
+/* ready each G of a list made by fire */
+static void goready_list(bb_g *list)
+{
+	while (list) {
+		bb_g *gp = list;
+		list = gp->schedlink;
+		gp->schedlink = NULL;
+		bb_goready(gp);
+	}
+}
+
 /* fd is being closed (or replaced by dup2): wake its waiters, forget its
  * registration (the kernel drops it with the last reference to the file) */
+
 void bb_netpoll_close(int fd)
 {
 	bb_pd *pd = bb_pd_peek(fd);
@@ -407,12 +419,7 @@ void bb_netpoll_close(int fd)
 	pd->known = false; /* the number may be reused for another kind of file */
 	pd->peerfd1 = 0;
 	bb_lock_release(&pd->lock);
-	while (list) {
-		bb_g *gp = list;
-		list = gp->schedlink;
-		gp->schedlink = NULL;
-		bb_goready(gp);
-	}
+	goready_list(list);
 }
 
 /* Both ends of a pipe or socketpair just made here (each fd fresh): what
@@ -462,12 +469,7 @@ void bb_netpoll_kick(int fd, uint32_t seq, int mode)
 	if (pd->seq == seq)
 		fire(pd, mode, &list);
 	bb_lock_release(&pd->lock);
-	while (list) {
-		bb_g *gp = list;
-		list = gp->schedlink;
-		gp->schedlink = NULL;
-		bb_goready(gp);
-	}
+	goready_list(list);
 }
 
 /* ---- polling ---- */
