@@ -150,6 +150,16 @@ void bb_handoffp(bb_p *pp)
 		bb_startm(pp, false);
 		return;
 	}
+	/* the last P going idle while Gs wait on the netpoller and nobody is
+	 * blocked polling it: an M must poll, or nothing will ready them
+	 * (sysmon may not run, e.g. in a forked child; Go's handoffp does the
+	 * same) */
+	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) == bb_gomaxprocs - 1 &&
+	    atomic_load(&bb_netpoll_waiters) > 0 && atomic_load(&bb_lastpoll) != 0) {
+		bb_lock_release(&bb_sched_.lock);
+		bb_startm(pp, false);
+		return;
+	}
 	bool timers = atomic_load_explicit(&pp->timer0when, memory_order_relaxed) != 0;
 	bb_pidleput(pp);
 	bb_lock_release(&bb_sched_.lock);

@@ -13,6 +13,7 @@
 #include "mutex.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 
 static bool still_contended(void *addr, void *arg)
 {
@@ -88,8 +89,12 @@ void bb_mutex_release(void *mv)
 	if (atomic_load_explicit(&m->starving, memory_order_relaxed) &&
 	    bb_sema_wake_handoff(&m->lock))
 		return;
-	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
-		bb_sema_wake(&m->lock, 1);
+	/* no G parked: the one who set 2 may be a thread waiting in glibc's
+	 * own lock on the kernel futex (code that runs outside the scheduler:
+	 * a signal handler, glibc inside entersyscall) */
+	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2 &&
+	    bb_sema_wake(&m->lock, 1) == 0)
+		bb_futex((_Atomic uint32_t *)&m->lock, FUTEX_WAKE, 1, NULL); /* private */
 }
 
 static int lock_common(bb_mutex *m, int64_t deadline, bool try)

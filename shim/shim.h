@@ -111,6 +111,14 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		mp->detached = false;
 		bb_exitsyscall();
 		mp = bb_getm(); /* exitsyscall may have moved the G to another M */
+	} else if (__builtin_expect(atomic_load_explicit(&mp->curg->status, memory_order_relaxed) ==
+					    Gsyscall,
+				    0)) {
+		/* a signal handler that interrupted this G in a system call
+		 * (waitpid, a FIFO's open, glibc code run inside entersyscall):
+		 * its M is already out of the scheduler, so the call runs as on
+		 * a thread bobbin did not make */
+		return false;
 	}
 	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0))
 		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
