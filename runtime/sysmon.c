@@ -3,7 +3,8 @@
  * (Go's sysmon). It wakes every 20 µs, backing off to 10 ms while there is
  * nothing to do, and retakes Ps whose M has been in a system call since its
  * last look: at once (≥ 20 µs) when other work waits for a P, after 10 ms
- * otherwise.
+ * otherwise. It also asks a G that has run a whole time slice to yield
+ * (preempt.c): 10 ms, or 1 ms while every P is busy and Gs wait (slice_for).
  *
  * Started on the first entersyscall, so a program that never blocks in the
  * kernel never pays for the thread. Never holds a lock while it sleeps.
@@ -35,11 +36,28 @@ static void usleep_raw(int64_t us)
 }
 
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
+static bool waiting;   /* every P busy and Gs queued: look again in 500 µs */
+
+/* The time slice of the G running on pp. BOBBIN_TIMESLICE (10 ms, as Go)
+ * while nobody waits for it; a tenth of that (at least 1 ms) when every P
+ * is busy and Gs wait in a run queue, as the kernel's scheduler slices
+ * finer with more runnable threads. Threads that spin waiting for one
+ * another (redis's I/O threads) otherwise hold both Ps for whole 10 ms
+ * slices while the one they wait for is queued. */
+static int64_t slice_for(bb_p *pp)
+{
+	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0 ||
+	    (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0))
+		return bb_timeslice_ns;
+	waiting = true;
+	int64_t s = bb_timeslice_ns / 10;
+	return s < 1000000 ? (bb_timeslice_ns < 1000000 ? bb_timeslice_ns : 1000000) : s;
+}
 
 static int retake(int64_t now)
 {
 	int n = 0;
-	repreempt = false;
+	repreempt = waiting = false;
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 		bb_p *pp = bb_allp[i];
 		uint32_t status = atomic_load_explicit(&pp->status, memory_order_acquire);
@@ -50,7 +68,7 @@ static int retake(int64_t now)
 				pd[i].switchtick = t;
 				pd[i].switchwhen = now;
 				pd[i].firstask = 0;
-			} else if (pd[i].switchwhen + bb_timeslice_ns <= now) {
+			} else if (pd[i].switchwhen + slice_for(pp) <= now) {
 				if (pd[i].firstask == 0)
 					pd[i].firstask = now;
 				else if (pd[i].firstask + bb_timeslice_ns <= now)
@@ -118,6 +136,8 @@ static void *sysmon(void *arg)
 			delay = 10000;
 		if (repreempt && delay > 1000)
 			delay = 1000;
+		if (waiting && delay > 500)
+			delay = 500;
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
