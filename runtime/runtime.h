@@ -178,6 +178,7 @@ struct bb_g {
 	 * address and return address (bb_rt_live); owner G, read by the
 	 * signal handler on its M */
 	uintptr_t rt_fp, rt_ra;
+	bool rt_nested;      /* the latest interposed call was nested (bb_rt_mark) */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
 	_Atomic uint32_t woken;
@@ -569,12 +570,25 @@ static inline bool bb_rt_live(const bb_g *gp, uintptr_t sp)
 	return fp != 0 && sp < fp && *(const uintptr_t *)(fp + 8) == gp->rt_ra;
 }
 
-static inline __attribute__((always_inline)) void bb_rt_mark(bb_g *gp, uintptr_t fp, uintptr_t ra)
+/* Returns whether the entry is nested: bobbin code is already on the
+ * stack below, because the program's code it called (a pthread_once
+ * routine, a fork handler) or a signal handler that interrupted it calls
+ * in again. A nested entry leaves out what may switch the G or touch the
+ * run queues by the way (a preemption point, a peer wake-up, delivering
+ * pending signals): the code below may be in the middle of such work. On
+ * another stack than the G's own (a sigaltstack, a coroutine's) there is
+ * nothing to compare with: not nested. */
+static inline __attribute__((always_inline)) bool bb_rt_mark(bb_g *gp, uintptr_t fp, uintptr_t ra)
 {
-	if (fp >= gp->stack_lo && fp + 16 <= gp->stack_hi && !bb_rt_live(gp, fp)) {
+	bool nested = false;
+	if (fp < gp->stack_lo || fp + 16 > gp->stack_hi)
+		; /* another stack: no frame of ours to compare with */
+	else if (!(nested = bb_rt_live(gp, fp))) {
 		gp->rt_fp = fp;
 		gp->rt_ra = ra;
 	}
+	gp->rt_nested = nested;
+	return nested;
 }
 
 /* in the function that is bobbin's entry (a macro: the frame is the caller's) */
@@ -595,7 +609,7 @@ static inline void bb_preempt_point(void)
 	bb_reattach();
 	bb_g *gp = bb_getm()->curg;
 	if (__builtin_expect(atomic_load_explicit(&gp->preempt, memory_order_relaxed), 0) &&
-	    gp->libclocks == 0) {
+	    gp->libclocks == 0 && !gp->rt_nested) {
 		atomic_fetch_add_explicit(&bb_stats_.preempt_coop, 1, memory_order_relaxed);
 		bb_gopreempt();
 	}

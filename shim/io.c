@@ -80,7 +80,7 @@ static ssize_t attempt(bb_pd *pd, ioreq *r)
  * Gs waiting on the other end may go on now (netpoll.c, bb_netpoll_kick) */
 static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
 {
-	if (n > 0 && pd->peerfd1 != 0)
+	if (n > 0 && pd->peerfd1 != 0 && !bb_getg()->rt_nested)
 		bb_netpoll_kick(pd->peerfd1 - 1, pd->peerseq, r->mode ^ 1);
 	return n;
 }

@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	bb_m *mp = bb_getm();
 	if (mp->curg == NULL)
 		return false;
-	bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
+	bool nested = bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
 	if (__builtin_expect(mp->detached, 0)) {
 		/* the P was taken while this M was stuck in the kernel: get one
 		 * back before touching the scheduler (preempt.c, detach_p) */
@@ -120,7 +120,8 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		 * a thread bobbin did not make */
 		return false;
 	}
-	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0))
+	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0) &&
+	    !nested)
 		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
 	return true;
 }
