@@ -9,8 +9,8 @@
  * (sizes differing by at most one). The time is the wall time from the first
  * pthread_create to the last join. Natively the kernel time-slices the threads;
  * under bobbin they are green threads that sysmon preempts every time slice
- * (10 ms), so with 1,000 threads most run to the end of their share within one
- * slice. The target (issue "Preemption"): bobbin within 3% of native.
+ * (10 ms, or 1 ms while others wait for a P), so with 1,000 threads most run
+ * to the end of their share within a few slices. The target (issue "Preemption"): bobbin within 3% of native.
  *
  * MAXPROCS is BOBBIN_MAXPROCS (scripts/bench sets it, and GOMAXPROCS, for every
  * column), else the number of CPUs this process may run on.
