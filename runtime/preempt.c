@@ -8,7 +8,8 @@
  * accepts only a safe point: the G is the M's running G, holds no
  * glibc-internal lock bobbin knows of, and was interrupted in the program's
  * own code — not libc, ld.so, bobbin (known by its address, whatever the
- * file's name), the vDSO, or a library named in BOBBIN_NOPREEMPT. There it makes the G "call" bb_asyncpreempt (asm/),
+ * file's name), the vDSO, or a library named in BOBBIN_NOPREEMPT; code a
+ * JIT made at run time is the program's. There it makes the G "call" bb_asyncpreempt (asm/),
  * which saves every register and the xsave state and yields; the G later
  * resumes exactly where it was. At an unsafe point nothing happens and
  * sysmon asks again on its next round.
@@ -40,11 +41,22 @@ void (*bb_async_cancel_hook)(void);
 
 void bb_asyncpreempt(void);
 
-#define MAX_RANGES 64
-static struct range {
+/* The code of every loaded object, found at start-up and again after each
+ * dlopen: the program's (preemptible) and the excluded ones (libc, ld.so,
+ * bobbin, the vDSO, libgcc_s, BOBBIN_NOPREEMPT). Append-only: an entry is
+ * written before the count that publishes it, so the signal handler reads
+ * them without a lock. A pc in neither is code made at run time (a JIT's):
+ * the program's own too. */
+#define MAX_RANGES 256
+struct range {
 	uintptr_t lo, hi;
-} ranges[MAX_RANGES];
-static int nranges;
+};
+static struct range ranges[MAX_RANGES], excl[MAX_RANGES];
+static _Atomic int nranges, nexcl;
+static const void *seen[MAX_RANGES]; /* objects already looked at (their phdrs) */
+static int nseen;
+static bb_lock rangelock;
+static void *selfbase;
 
 static const char *nopreempt; /* BOBBIN_NOPREEMPT: comma-separated name parts */
 
@@ -81,8 +93,27 @@ static bool excluded(const char *name)
 	return false;
 }
 
+static void add_exec(struct range *tab, _Atomic int *n, const struct dl_phdr_info *info)
+{
+	int k = atomic_load_explicit(n, memory_order_relaxed);
+	for (int i = 0; i < info->dlpi_phnum && k < MAX_RANGES; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			tab[k].lo = info->dlpi_addr + ph->p_vaddr;
+			tab[k].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			k++;
+		}
+	}
+	atomic_store_explicit(n, k, memory_order_release);
+}
+
 static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
+	for (int i = 0; i < nseen; i++)
+		if (seen[i] == info->dlpi_phdr)
+			return 0;
+	if (nseen < MAX_RANGES)
+		seen[nseen++] = info->dlpi_phdr;
 	if (info->dlpi_addr == (uintptr_t)data) {
 		for (int i = 0; i < info->dlpi_phnum && nself < 8; i++) {
 			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -95,24 +126,36 @@ static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	/* bobbin itself by its address: the library may have any file name */
 	if (info->dlpi_addr == (uintptr_t)data || excluded(info->dlpi_name))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
-			ranges[nranges].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-			nranges++;
-		}
-	}
+		add_exec(excl, &nexcl, info);
+	else
+		add_exec(ranges, &nranges, info);
 	return 0;
+}
+
+static bool in_table(const struct range *tab, _Atomic int *n, uintptr_t pc)
+{
+	int k = atomic_load_explicit(n, memory_order_acquire);
+	for (int i = 0; i < k; i++)
+		if (pc >= tab[i].lo && pc < tab[i].hi)
+			return true;
+	return false;
 }
 
 static bool safe_pc(uintptr_t pc)
 {
-	for (int i = 0; i < nranges; i++)
-		if (pc >= ranges[i].lo && pc < ranges[i].hi)
-			return true;
-	return false;
+	if (in_table(ranges, &nranges, pc))
+		return true;
+	return !in_table(excl, &nexcl, pc); /* in no object: a JIT's code */
+}
+
+/* a dlopen just loaded objects: learn their code (shim/dl.c) */
+void bb_preempt_after_dlopen(void)
+{
+	if (!bb_async_preempt)
+		return;
+	bb_lock_acquire(&rangelock);
+	dl_iterate_phdr(add_ranges, selfbase);
+	bb_lock_release(&rangelock);
 }
 
 static bool in_bobbin(uintptr_t pc)
@@ -217,10 +260,9 @@ void bb_preempt_init(void)
 	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 		return; /* the program's own signal: leave it alone */
 	Dl_info self;
-	void *base = NULL;
 	if (dladdr((void *)bb_preempt_init, &self))
-		base = self.dli_fbase;
-	dl_iterate_phdr(add_ranges, base);
+		selfbase = self.dli_fbase;
+	dl_iterate_phdr(add_ranges, selfbase);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;

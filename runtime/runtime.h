@@ -534,6 +534,7 @@ extern bool bb_async_preempt;
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;
 void bb_preempt_init(void);
+void bb_preempt_after_dlopen(void);
 void bb_preemptone(bb_p *pp);
 void bb_check_stuck(bb_p *pp);
 char bb_thread_state(pid_t tid);

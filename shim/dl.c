@@ -42,6 +42,7 @@ BB_EXPORT void *dlopen(const char *file, int mode)
 	if (h != NULL && bb_active) {
 		int saved = errno;
 		bb_tls_after_dlopen();
+		bb_preempt_after_dlopen();
 		errno = saved;
 	}
 	return h;
