@@ -6,6 +6,7 @@
 #include "realio.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -96,4 +97,44 @@ BB_EXPORT int execle(const char *path, const char *arg, ...)
 	char **envp = va_arg(ap, char **);
 	va_end(ap);
 	return execve(path, argv, envp);
+}
+
+/* clone(2) through glibc's wrapper. A child that does not share our memory
+ * (no CLONE_VM) starts with the caller's thread only, and none of bobbin's
+ * other OS threads or green threads, as after fork, but without fork's
+ * handlers: bobbin's runtime in it is a copy of the parent's, describing
+ * threads that are not there. So the child steps aside and runs natively,
+ * which for a process of one thread is exactly right: when its function
+ * returns, its only thread exits and so does the process. (It used to start
+ * new OS threads of its own and outlive its only real thread as a zombie.)
+ * A child that shares our memory (CLONE_VM: vfork-like, or a raw thread)
+ * must not touch the shared runtime state at all, and is left as it was. */
+struct clone_start {
+	int (*fn)(void *);
+	void *arg;
+};
+
+static int clone_child(void *p)
+{
+	struct clone_start cs = *(struct clone_start *)p;
+	bb_active = false; /* this process's own copy */
+	return cs.fn(cs.arg);
+}
+
+BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	static int (*real_clone)(int (*)(void *), void *, int, void *, ...);
+	if (real_clone == NULL)
+		real_clone = dlsym(RTLD_NEXT, "clone");
+	va_list ap;
+	va_start(ap, arg);
+	pid_t *ptid = va_arg(ap, pid_t *);
+	void *tls = va_arg(ap, void *);
+	pid_t *ctid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if (!bb_active || (flags & CLONE_VM) || fn == NULL)
+		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+	/* the child reads this from its own copy of our memory */
+	struct clone_start cs = {fn, arg};
+	return real_clone(clone_child, stack, flags, &cs, ptid, tls, ctid);
 }
