@@ -54,42 +54,60 @@ static ssize_t read_full(int fd, void *buf, size_t len)
 
 static int ping[2], pong[2];
 
+/* one side of a ping-pong: the byte k comes in on rfd, k+1 goes out on wfd */
+struct pong_side {
+    const char *what;
+    int rfd, wfd;
+    long trips;
+};
+
 static void *ponger(void *arg)
 {
-    (void)arg;
-    for (long k = 0; k < ROUND_TRIPS; k++) {
+    const struct pong_side *ps = arg;
+    for (long k = 0; k < ps->trips; k++) {
         unsigned char c;
-        if (read(ping[0], &c, 1) != 1) {
-            CHECK(0, "ponger read: %s", strerror(errno));
+        if (read(ps->rfd, &c, 1) != 1) {
+            CHECK(0, "%s ponger read: %s", ps->what, strerror(errno));
             break;
         }
-        CHECK(c == (unsigned char)k, "ponger: got %u, want %u", c, (unsigned char)k);
+        CHECK(c == (unsigned char)k, "%s ponger: got %u, want %u", ps->what, c, (unsigned char)k);
         c++;
-        if (write(pong[1], &c, 1) != 1) {
-            CHECK(0, "ponger write: %s", strerror(errno));
+        if (write(ps->wfd, &c, 1) != 1) {
+            CHECK(0, "%s ponger write: %s", ps->what, strerror(errno));
             break;
         }
     }
     return NULL;
 }
 
+/* the other side: sends k on wfd, reads k+1 from rfd; returns the trips
+ * made and adds the answers into *sum */
+static long pinger(const struct pong_side *ps, uint64_t *sum)
+{
+    long trips = 0;
+    for (long k = 0; k < ps->trips; k++) {
+        unsigned char c = (unsigned char)k;
+        if (write(ps->wfd, &c, 1) != 1 || read(ps->rfd, &c, 1) != 1) {
+            CHECK(0, "%s pinger: %s", ps->what, strerror(errno));
+            break;
+        }
+        CHECK(c == (unsigned char)(k + 1), "%s pinger: got %u, want %u", ps->what, c,
+              (unsigned char)(k + 1));
+        *sum += c;
+        trips++;
+    }
+    return trips;
+}
+
 static void pingpong(void)
 {
     REQUIRE(pipe(ping) == 0 && pipe(pong) == 0, "pipe: %s", strerror(errno));
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, ponger, NULL) == 0, "pthread_create");
+    struct pong_side back = {"pipe", ping[0], pong[1], ROUND_TRIPS};
+    struct pong_side out = {"pipe", pong[0], ping[1], ROUND_TRIPS};
+    REQUIRE(pthread_create(&t, NULL, ponger, &back) == 0, "pthread_create");
     uint64_t sum = 0;
-    long trips = 0;
-    for (long k = 0; k < ROUND_TRIPS; k++) {
-        unsigned char c = (unsigned char)k;
-        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1) {
-            CHECK(0, "pinger: %s", strerror(errno));
-            break;
-        }
-        CHECK(c == (unsigned char)(k + 1), "pinger: got %u, want %u", c, (unsigned char)(k + 1));
-        sum += c;
-        trips++;
-    }
+    long trips = pinger(&out, &sum);
     pthread_join(t, NULL);
     for (int i = 0; i < 2; i++) {
         close(ping[i]);
@@ -105,25 +123,6 @@ static void pingpong(void)
  * pipe made at once, whose ends must not be confused with the old pair's
  * (a write to the new write end wakes the reader of the new read end). */
 static int sv[2];
-
-static void *sp_ponger(void *arg)
-{
-    (void)arg;
-    for (long k = 0; k < ROUND_TRIPS / 4; k++) {
-        unsigned char c;
-        if (read(sv[1], &c, 1) != 1) {
-            CHECK(0, "socketpair ponger read: %s", strerror(errno));
-            break;
-        }
-        CHECK(c == (unsigned char)k, "socketpair ponger: got %u, want %u", c, (unsigned char)k);
-        c++;
-        if (write(sv[1], &c, 1) != 1) {
-            CHECK(0, "socketpair ponger write: %s", strerror(errno));
-            break;
-        }
-    }
-    return NULL;
-}
 
 static int reuse[2];
 
@@ -143,20 +142,11 @@ static void socket_pair(void)
 {
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair: %s", strerror(errno));
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, sp_ponger, NULL) == 0, "pthread_create");
+    struct pong_side back = {"socketpair", sv[1], sv[1], ROUND_TRIPS / 4};
+    struct pong_side out = {"socketpair", sv[0], sv[0], ROUND_TRIPS / 4};
+    REQUIRE(pthread_create(&t, NULL, ponger, &back) == 0, "pthread_create");
     uint64_t sum = 0;
-    long trips = 0;
-    for (long k = 0; k < ROUND_TRIPS / 4; k++) {
-        unsigned char c = (unsigned char)k;
-        if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1) {
-            CHECK(0, "socketpair pinger: %s", strerror(errno));
-            break;
-        }
-        CHECK(c == (unsigned char)(k + 1), "socketpair pinger: got %u, want %u", c,
-              (unsigned char)(k + 1));
-        sum += c;
-        trips++;
-    }
+    long trips = pinger(&out, &sum);
     pthread_join(t, NULL);
     int old0 = sv[0], old1 = sv[1];
     close(sv[0]);

@@ -924,12 +924,8 @@ static bool last_exit(void)
 
 void bb_goexit(void *result)
 {
+	bb_reattach(); /* its P was taken while it was stuck: preempt.c */
 	bb_m *mp = bb_getm();
-	if (mp->detached) { /* its P was taken while it was stuck: preempt.c */
-		mp->detached = false;
-		bb_exitsyscall();
-		mp = bb_getm();
-	}
 	bb_g *gp = mp->curg;
 	BB_RT_MARK(gp);
 	gp->result = result;

@@ -106,10 +106,7 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		return false;
 	bool nested = bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
 	if (__builtin_expect(mp->detached, 0)) {
-		/* the P was taken while this M was stuck in the kernel: get one
-		 * back before touching the scheduler (preempt.c, detach_p) */
-		mp->detached = false;
-		bb_exitsyscall();
+		bb_reattach();   /* the P was taken while this M was stuck: runtime.h */
 		mp = bb_getm(); /* exitsyscall may have moved the G to another M */
 	} else if (__builtin_expect(atomic_load_explicit(&mp->curg->status, memory_order_relaxed) ==
 					    Gsyscall,
