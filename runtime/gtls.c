@@ -329,6 +329,14 @@ bool bb_async_cancel_due(bb_g *gp)
 	return (ch & (1 | 2 | 8 | 16 | 32)) == (2 | 8);
 }
 
+/* cancelled, with cancellation enabled and the thread not already exiting
+ * (deferred or asynchronous): a cancellation point acts on it */
+bool bb_cancel_due(bb_g *gp)
+{
+	int ch = atomic_load((_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING));
+	return (ch & (1 | 8 | 16 | 32)) == 8;
+}
+
 /* ---- dlopen of a module with static TLS ----
  *
  * A module loaded by dlopen that uses the initial-exec TLS model gets a

@@ -1126,7 +1126,15 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 			self->waitobj = gp;
 			self->interrupted = false;
 			atomic_store(&self->waitkind, BB_WAIT_JOIN);
-			bb_gopark(unlock_g, gp, waitReasonJoin);
+			if (bb_interrupt_due(self, BB_WAKE_CANCEL | BB_WAKE_SIGNAL)) {
+				/* what bb_join_interrupt would have done */
+				gp->joiner = NULL;
+				gp->joined = false;
+				self->interrupted = true;
+				bb_lock_release(&gp->lock);
+			} else {
+				bb_gopark(unlock_g, gp, waitReasonJoin);
+			}
 			atomic_store(&self->waitkind, BB_WAIT_NONE);
 			bb_lock_acquire(&gp->lock);
 			if (self->interrupted && !gp->exited) {
@@ -1187,8 +1195,17 @@ bool bb_join_interrupt(bb_g *self)
 
 bool bb_sleep_interrupt(bb_g *gp);
 
+bool bb_interrupt_due(bb_g *gp, int why)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if ((why & BB_WAKE_SIGNAL) && (atomic_load(&gp->sigpending) & ~gp->sigmask))
+		return true;
+	return (why & BB_WAKE_CANCEL) && bb_cancel_due(gp);
+}
+
 void bb_interrupt(bb_g *gp, int why)
 {
+	atomic_thread_fence(memory_order_seq_cst); /* the caller's flag, then waitkind */
 	switch (atomic_load(&gp->waitkind)) {
 	case BB_WAIT_SEMA:
 		if (gp->wakeon & why)

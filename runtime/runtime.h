@@ -642,6 +642,13 @@ enum { BB_WAIT_NONE, BB_WAIT_SEMA, BB_WAIT_SLEEP, BB_WAIT_NETPOLL, BB_WAIT_JOIN 
  * handler, then waits on or fails with EINTR as the caller decides) */
 enum { BB_WAKE_CANCEL = 1, BB_WAKE_SIGNAL = 2 };
 void bb_interrupt(bb_g *gp, int why); /* wake gp from an interruptible wait */
+/* An interrupt sent before the waiter published its waitkind found nothing
+ * to wake, so the waiter looks for one itself after publishing: true if a
+ * signal it does not block (why & SIGNAL) or a cancellation (why & CANCEL)
+ * is pending. Both sides are seq_cst: the interrupter sets its flag, then
+ * reads waitkind; the waiter stores waitkind, then reads the flags. */
+bool bb_interrupt_due(bb_g *gp, int why);
+bool bb_cancel_due(bb_g *gp);
 bool bb_sema_interrupt(bb_g *gp);
 bool bb_netpoll_interrupt(bb_g *gp);
 bool bb_join_interrupt(bb_g *gp);

@@ -304,7 +304,15 @@ static void ready_sleeper(void *arg, uintptr_t seq)
 
 static bool arm_sleep(bb_g *gp, void *arg)
 {
-	return bb_addtimer(&gp->timer); /* out of memory: do not sleep */
+	if (!bb_addtimer(&gp->timer))
+		return false; /* out of memory: do not sleep */
+	/* an interrupter that came before the timer was armed could not
+	 * disarm it (bb_sleep_interrupt): act for it */
+	if (bb_interrupt_due(gp, BB_WAKE_CANCEL | BB_WAKE_SIGNAL) && bb_deltimer(&gp->timer)) {
+		gp->interrupted = true;
+		return false;
+	}
+	return true;
 }
 
 /* Park the current G for ns nanoseconds (monotonic). */

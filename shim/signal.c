@@ -187,7 +187,8 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	atomic_fetch_or(&gp->sigpending, 1ull << (sig - 1));
 	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
-	else
-		bb_interrupt(gp, BB_WAKE_SIGNAL); /* parked: let it wake and run the handler */
+	/* parked, or about to park (still running, it may be past its last
+	 * look at sigpending): let it wake and run the handler */
+	bb_interrupt(gp, BB_WAKE_SIGNAL);
 	return 0;
 }
