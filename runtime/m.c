@@ -26,6 +26,10 @@ __attribute__((noreturn)) void bb_schedule(void);
 
 /* every M ever made, for scheddetail and dumps (Ms are never freed) */
 bb_m *bb_allm[BB_ALLM_MAX];
+/* The M of an OS thread that shares a G's TLS without being an M (a
+ * clone(CLONE_VM) child that kept its parent's TLS: shim/exec.c): no G, no
+ * P, so every interposed call runs natively, and a signal finds no G. */
+bb_m bb_nom = {.self = &bb_nom};
 _Atomic int32_t bb_nallm;
 
 bb_m *bb_allocm(void)

@@ -321,6 +321,7 @@ extern __thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
 /* gs base of this OS thread, 0 for threads bobbin did not create */
 uintptr_t bb_getgsbase(void);
 void bb_setgsbase(uintptr_t v);
+extern bb_m bb_nom; /* gs of a thread that is not an M but has a G's TLS */
 void bb_setfsbase(uintptr_t v);
 uintptr_t bb_getfsbase(void);
 

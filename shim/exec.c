@@ -107,8 +107,14 @@ BB_EXPORT int execle(const char *path, const char *arg, ...)
  * which for a process of one thread is exactly right: when its function
  * returns, its only thread exits and so does the process. (It used to start
  * new OS threads of its own and outlive its only real thread as a zombie.)
- * A child that shares our memory (CLONE_VM: vfork-like, or a raw thread)
- * must not touch the shared runtime state at all, and is left as it was. */
+ *
+ * A child that shares our memory (CLONE_VM) shares the runtime too, which
+ * it must not touch. With a TLS of its own (CLONE_SETTLS) it is a thread
+ * bobbin did not make, and is seen as one already. Without, it runs on its
+ * parent's TLS and, having inherited the registers, on its parent's M: it
+ * used to enter the scheduler as that M (stress-ng's clone stressor left
+ * hundreds of such children asleep there for ever). It now points its gs
+ * at bb_nom, an M with no G, so all it calls runs natively. */
 struct clone_start {
 	int (*fn)(void *);
 	void *arg;
@@ -119,6 +125,15 @@ static int clone_child(void *p)
 	struct clone_start cs = *(struct clone_start *)p;
 	bb_active = false; /* this process's own copy */
 	return cs.fn(cs.arg);
+}
+
+/* the start is on the child's own stack, which nobody else uses: the
+ * parent may return (and reuse its frame) before the child reads it */
+static int clone_vm_child(void *p)
+{
+	bb_setgsbase((uintptr_t)&bb_nom);
+	struct clone_start *cs = p;
+	return cs->fn(cs->arg);
 }
 
 BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
@@ -132,8 +147,17 @@ BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	void *tls = va_arg(ap, void *);
 	pid_t *ctid = va_arg(ap, pid_t *);
 	va_end(ap);
-	if (!bb_active || (flags & CLONE_VM) || fn == NULL)
+	if (!bb_active || fn == NULL || stack == NULL)
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+	if (flags & CLONE_VM) {
+		if (flags & CLONE_SETTLS)
+			return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+		uintptr_t top = ((uintptr_t)stack - sizeof(struct clone_start)) & ~(uintptr_t)15;
+		struct clone_start *cs = (struct clone_start *)top;
+		cs->fn = fn;
+		cs->arg = arg;
+		return real_clone(clone_vm_child, cs, flags, cs, ptid, tls, ctid);
+	}
 	/* the child reads this from its own copy of our memory */
 	struct clone_start cs = {fn, arg};
 	return real_clone(clone_child, stack, flags, &cs, ptid, tls, ctid);

@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -90,6 +92,37 @@ static bool blocking_nr(long n)
 	return false;
 }
 
+/* clone and clone3 made through syscall(), the fork-like way (no new stack:
+ * the child returns from this call, on its copy of the caller's stack).
+ * stress-ng makes hundreds of children so. Without CLONE_VM the child is a
+ * process of one thread and none of fork's handlers ran, so, as for
+ * clone() in exec.c, it runs natively. With CLONE_VM and without a TLS of
+ * its own (vfork-like) it shares bobbin's memory with the parent: it takes
+ * bb_nom as its M, so that what it calls runs natively and touches nothing
+ * of the runtime. (It used to run as its parent's M, and stayed asleep in
+ * the scheduler for ever.) A child given a stack of its own cannot return
+ * through this function, natively either: it is not looked at. */
+static long raw_clone(long n, long a1, long a2, long a3, long a4, long a5)
+{
+	long r = bb_rawsyscall6(n, a1, a2, a3, a4, a5, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	if (r != 0 || !bb_active)
+		return r;
+	/* the child: the kernel read the arguments, so they are readable */
+	uint64_t flags = n == SYS_clone3 ? ((struct clone_args *)a1)->flags : (uint64_t)a1;
+	uint64_t stack = n == SYS_clone3 ? ((struct clone_args *)a1)->stack : (uint64_t)a2;
+	if (stack != 0)
+		return 0;
+	if (!(flags & CLONE_VM))
+		bb_active = false; /* this process's own copy */
+	else if (!(flags & CLONE_SETTLS))
+		bb_setgsbase((uintptr_t)&bb_nom);
+	return 0;
+}
+
 BB_EXPORT long syscall(long n, ...)
 {
 	va_list ap;
@@ -97,6 +130,8 @@ BB_EXPORT long syscall(long n, ...)
 	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
 	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
 	va_end(ap);
+	if (n == SYS_clone || n == SYS_clone3)
+		return raw_clone(n, a1, a2, a3, a4, a5);
 	if (n == SYS_gettid && bb_on_g())
 		return gettid();
 	if (n == SYS_set_tid_address && bb_on_g()) {

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# stress_ng.sh — stress-ng --pthread 4 --mutex 4 --metrics-brief natively and under
-# bobbin. stress-ng forks one process per stressor instance (the preload is
-# inherited); the pthread stressor creates and ends threads as fast as it can (up
+# stress_ng.sh — stress-ng --pthread 4 --mutex 4, then stress-ng --clone 2, with
+# --metrics-brief, natively and under bobbin. stress-ng forks one process per stressor instance (the preload
+# is inherited); the pthread stressor creates and ends threads as fast as it can (up
 # to 1,024 alive, each naming itself), the mutex stressor has threads fight over a
-# mutex while changing their scheduling priority. Both runs must exit 0 and print
-# "successful run completed", with no "fail:" or "bobbin:" line. Reports bogo ops/s
+# mutex while changing their scheduling priority, the clone stressor makes child
+# processes with raw clone3 calls (fork-like, with assorted flags). Both runs must
+# exit 0 and print "successful run completed", with no "fail:" or "bobbin:" line,
+# and leave no process of their group behind (clone children used to stay asleep
+# in bobbin's scheduler for ever). Reports bogo ops/s
 # (real time) of each stressor, and the peak OS threads and RSS summed over the
 # process group. Full: -t 3s; --short: -t 2s. Options: see common.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -15,28 +18,59 @@ secs=3
 [ "$REAL_FORM" = short ] && secs=2
 
 declare -A thr rss
-for mode in native bobbin; do
+# group_live PGID: "PID STAT COMM" of the group's processes that are not zombies
+group_live() {
+    ps -eo pgid=,pid=,stat=,comm= | awk -v g="$1" '$1 == g && $3 !~ /^Z/ { print $2, $3, $4 }'
+}
+# run RUN MODE ARGS...: one stress-ng run, its checks, its samples
+run() {
+    local run=$1 mode=$2 label="sn_$1_$2"
+    shift 2
     # its temporary files go to the work directory, not the current one
-    real_run_tree "sn_$mode" "$mode" $((secs * 10 + 30)) -- stress-ng --temp-path "$REAL_WORK" \
-        --pthread 4 --mutex 4 -t "${secs}s" --metrics-brief
-    thr[$mode]=$REAL_TREE_THREADS rss[$mode]=$REAL_TREE_RSS
-    log="$REAL_WORK/sn_$mode.out $REAL_WORK/sn_$mode.err"
+    real_run_tree "$label" "$mode" $((secs * 10 + 30)) -- stress-ng --temp-path "$REAL_WORK" \
+        "$@" -t "${secs}s" --metrics-brief
+    thr[$run$mode]=$REAL_TREE_THREADS rss[$run$mode]=$REAL_TREE_RSS
+    # the run's process group (its leader was stress-ng) must hold no live
+    # process by now (zombies are children nobody reaped: this machine's init
+    # may not reap them, natively too)
+    local pg=${REAL_SERVER_PID:-} left=0
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        [ -n "$pg" ] || break
+        left=$(group_live "$pg" | wc -l)
+        [ "$left" -eq 0 ] && break
+        sleep 0.2
+    done
+    if [ "$left" -ne 0 ]; then
+        real_fail "stress-ng $* ($mode): $left live processes of its group left behind: $(group_live "$pg" | head -3 | tr '\n' ';')"
+        pkill -KILL -g "$pg"
+    fi
+    local log="$REAL_WORK/$label.out $REAL_WORK/$label.err"
     # shellcheck disable=SC2086
     if ! grep -q 'successful run completed' $log; then
-        real_fail "stress-ng ($mode): no 'successful run completed': $(grep -h -m5 -E 'fail|unsuccessful|bobbin:' $log)"
+        real_fail "stress-ng $* ($mode): no 'successful run completed': $(grep -h -m5 -E 'fail|unsuccessful|bobbin:' $log)"
     elif grep -qE 'fail:|bobbin:' $log; then
-        real_fail "stress-ng ($mode): $(grep -h -m5 -E 'fail:|bobbin:' $log)"
+        real_fail "stress-ng $* ($mode): $(grep -h -m5 -E 'fail:|bobbin:' $log)"
     fi
+}
+# (the clone stressor on its own: beside the others it makes few children)
+for mode in native bobbin; do
+    run threads "$mode" --pthread 4 --mutex 4
+    run clone "$mode" --clone 2
 done
 
 # bogo ops/s (real time) of one stressor: "stress-ng: metrc: [PID] mutex  OPS  REAL USR SYS RATE ..."
 rate() {
-    awk -v s="$2" '$2 == "metrc:" && $4 == s && $5 ~ /^[0-9]+$/ { print $9; exit }' \
-        "$REAL_WORK/sn_$1.out" "$REAL_WORK/sn_$1.err"
+    awk -v s="$3" '$2 == "metrc:" && $4 == s && $5 ~ /^[0-9]+$/ { print $9; exit }' \
+        "$REAL_WORK/sn_$1_$2.out" "$REAL_WORK/sn_$1_$2.err"
 }
-for s in pthread mutex; do
-    real_row_raw "stress-ng --$s 4 -t ${secs}s" "$(real_field sn_native wall_s)" \
-        "$(real_field sn_bobbin wall_s)" "bogo ops/s" "$(rate native $s)" "$(rate bobbin $s)" \
-        "${thr[native]}" "${thr[bobbin]}" "${rss[native]}" "${rss[bobbin]}"
-done
+row() {
+    local run=$1 s=$2 n=$3
+    real_row_raw "stress-ng --$s $n -t ${secs}s" "$(real_field "sn_${run}_native" wall_s)" \
+        "$(real_field "sn_${run}_bobbin" wall_s)" "bogo ops/s" "$(rate "$run" native "$s")" \
+        "$(rate "$run" bobbin "$s")" "${thr[${run}native]}" "${thr[${run}bobbin]}" \
+        "${rss[${run}native]}" "${rss[${run}bobbin]}"
+}
+row threads pthread 4
+row threads mutex 4
+row clone clone 2
 real_finish
