@@ -67,6 +67,7 @@ static void *mstart(void *arg)
 	bb_m_on_thread_start(mp);
 	/* blocked until now (bb_newm); from here the G it runs decides */
 	mp->sigmask = ~0ull;
+	bb_sysmon_ensure();
 	bb_idle_sigmask(mp);
 	bb_acquirep(mp->nextp);
 	mp->nextp = NULL;

@@ -481,6 +481,12 @@ void bb_netpoll_kick(int fd, uint32_t seq, int mode)
  * the caller puts them on a run queue). */
 bb_g *bb_netpoll(int64_t delay, int *count)
 {
+	return bb_netpoll_masked(delay, count, NULL);
+}
+
+/* the same, with the signal mask *mask (if not NULL) during the wait only */
+bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask)
+{
 	*count = 0;
 	if (!bb_netpoll_inited())
 		return NULL;
@@ -491,10 +497,10 @@ bb_g *bb_netpoll(int64_t delay, int *count)
 		ts.tv_nsec = delay % 1000000000;
 		tsp = &ts;
 	}
-	long n = bb_rawsyscall6(SYS_epoll_pwait2, bb_epfd, (long)evs, 128, (long)tsp, 0, 8);
+	long n = bb_rawsyscall6(SYS_epoll_pwait2, bb_epfd, (long)evs, 128, (long)tsp, (long)mask, 8);
 	if (n == -ENOSYS) {
 		int ms = delay < 0 ? -1 : (int)((delay + 999999) / 1000000);
-		n = bb_rawsyscall6(SYS_epoll_wait, bb_epfd, (long)evs, 128, ms, 0, 0);
+		n = bb_rawsyscall6(SYS_epoll_pwait, bb_epfd, (long)evs, 128, ms, (long)mask, 8);
 	}
 	atomic_store_explicit(&bb_lastpoll, bb_nanotime(), memory_order_relaxed);
 	bb_g *list = NULL;

@@ -64,10 +64,16 @@ void bb_resync_sigmask(bb_m *mp)
 	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 }
 
+/* An M about to sleep with no G blocks all a program can block but the
+ * faults (a kill of SIGSEGV & co. to the process is as rare as harmless),
+ * so no process signal lands on it: see sysmon.c (the callers make sure
+ * sysmon runs, outside any lock). */
+#define SYNC_SIGNALS ((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGFPE - 1)) | \
+		      (1ull << (SIGILL - 1)) | (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)))
+#define GLIBC_SIGNALS ((1ull << (32 - 1)) | (1ull << (33 - 1))) /* SIGCANCEL, SIGSETXID */
 void bb_idle_sigmask(bb_m *mp)
 {
-	if (bb_main_g)
-		bb_apply_sigmask(mp, bb_main_g->sigmask);
+	bb_apply_sigmask(mp, ~(SYNC_SIGNALS | GLIBC_SIGNALS));
 }
 int32_t bb_gomaxprocs;
 bool bb_active;
@@ -234,6 +240,7 @@ void bb_stopm(void)
 	bb_m *mp = bb_getm();
 	if (mp->p || mp->spinning)
 		bb_throw("stopm: M holds a P or is spinning");
+	bb_sysmon_ensure(); /* it routes the process signals this M will block */
 	bb_lock_acquire(&bb_sched_.lock);
 	bool spin = false;
 	bb_p *pp = mp->lockedg ? NULL : pendget(&spin);
@@ -271,7 +278,7 @@ void bb_startm(bb_p *pp, bool spinning)
 	if (nmp == NULL) {
 		if (bb_timer_sleeper_take(pp, spinning)) {
 			bb_lock_release(&bb_sched_.lock);
-			bb_timer_kick();
+			bb_timer_kick_taken();
 			return;
 		}
 		if (bb_sched_.npend < bb_sched_.nmdropping) {
@@ -344,8 +351,9 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 			      atomic_load_explicit(&mp->p->switchtick, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	mp->switches++;
-	if (__builtin_expect(mp->sigmask != strip_ours(gp->sigmask), 0))
-		bb_apply_sigmask(mp, gp->sigmask);
+	uint64_t mask = gp->sigmask | atomic_load_explicit(&gp->procsig, memory_order_relaxed);
+	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
+		bb_apply_sigmask(mp, mask);
 	if (__builtin_expect(bb_trace_on, 0))
 		bb_trace_slice_start(mp->p, gp, mp);
 	if (inherit_time) {
@@ -940,6 +948,11 @@ void bb_goexit(void *result)
 		gp->clear_tid = NULL;
 	}
 	bb_tcb_on_g_exit(gp);
+	/* process signals given to it and not taken: sysmon gives them to
+	 * another G (they are still pending) */
+	uint64_t given = atomic_exchange(&gp->procsig, 0);
+	if (given)
+		bb_sigwatch_add(given);
 	mp = bb_getm(); /* destructors may have moved us to another M */
 	/* seq_cst, pairs with main's exit: either this exit sees main_gone,
 	 * or main's count (below) sees this exit */
@@ -1021,6 +1034,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->detached = attr->detached;
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	gp->sigmask = mp->curg->sigmask;                     /* as clone copies the mask */
+	atomic_store_explicit(&gp->sigpending, 0, memory_order_relaxed);
+	atomic_store_explicit(&gp->procsig, 0, memory_order_relaxed);
 	gp->createpc = attr->createpc;
 	gp->creator = mp->curg->goid;
 	bb_tcb_prepare(gp, reused);
@@ -1198,7 +1213,8 @@ bool bb_sleep_interrupt(bb_g *gp);
 bool bb_interrupt_due(bb_g *gp, int why)
 {
 	atomic_thread_fence(memory_order_seq_cst);
-	if ((why & BB_WAKE_SIGNAL) && (atomic_load(&gp->sigpending) & ~gp->sigmask))
+	if ((why & BB_WAKE_SIGNAL) &&
+	    ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask))
 		return true;
 	return (why & BB_WAKE_CANCEL) && bb_cancel_due(gp);
 }

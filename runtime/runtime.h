@@ -170,6 +170,9 @@ struct bb_g {
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
 	_Atomic uint64_t sigpending; /* signals sent to this thread (pthread_kill), not yet run */
+	/* process signals sysmon chose this G to take (sysmon.c): kept
+	 * blocked on its M until it dequeues them itself (bb_deliver_signals) */
+	_Atomic uint64_t procsig;
 	bool sig_eintr;      /* a handler without SA_RESTART ran while it waited */
 	bool sig_ran;        /* a handler ran (sleeps end with EINTR whatever SA_RESTART) */
 	int32_t lockcount;
@@ -291,6 +294,7 @@ typedef struct bb_sched {
 	/* timer sleeper (timer.c): all seq_cst */
 	_Atomic uint64_t timergen;   /* bumped by every bb_addtimer */
 	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
+	_Atomic(bb_m *) takensleeper;/* the sleeper startm took, until it is woken */
 	_Atomic int64_t sleepuntil;  /* its deadline */
 	_Atomic uint32_t timerwake;  /* futex word it sleeps on */
 } bb_sched;
@@ -455,6 +459,7 @@ enum { BB_SLEEP_NONE, BB_SLEEP_WOKE, BB_SLEEP_GOTP };
 int bb_timer_sleep(bb_g **list);
 bool bb_timer_sleeper_take(bb_p *pp, bool spinning);
 void bb_timer_kick(void);
+void bb_timer_kick_taken(void); /* startm took the sleeper: wake that M */
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- netpoll.c ---- */
@@ -514,6 +519,7 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 void bb_netpoll_close(int fd);
 void bb_netpoll_break(void);
 bb_g *bb_netpoll(int64_t delay, int *count);
+bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask);
 void bb_injectglist(bb_g *list);
 
 /* ---- preempt.c ---- */
@@ -676,6 +682,18 @@ extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
 extern void (*bb_async_cancel_hook)(void);
 bool bb_async_cancel_due(bb_g *gp);
 void bb_idle_sigmask(bb_m *mp);
+/* ---- process signals (sysmon.c) ----
+ * An M with no G blocks every signal the program can (bb_idle_sigmask), so
+ * the kernel gives a process signal only to an M running a G that takes
+ * it, or keeps it pending. sysmon watches the pending ones (a signalfd it
+ * polls, never reads) and hands each to a G that does not block it, the
+ * main thread first as the kernel does: the G wakes from its wait and
+ * dequeues the signal itself (bb_deliver_signals), so its handler runs on
+ * that thread with the real siginfo, and the wait ends with EINTR as the
+ * handler's SA_RESTART decides. A signal no G takes stays pending. */
+extern int bb_sigfd;
+void bb_sigwatch_add(uint64_t sigs); /* watch these again (a G takes them now) */
+bool bb_own_fd(int fd);              /* bobbin's epoll, wake-up and signal fds */
 void bb_resync_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;
 

@@ -6,16 +6,23 @@
  * otherwise. It also asks a G that has run a whole time slice to yield
  * (preempt.c): 10 ms, or 1 ms while every P is busy and Gs wait (slice_for).
  *
- * Started on the first entersyscall, so a program that never blocks in the
- * kernel never pays for the thread. Never holds a lock while it sleeps.
+ * It also hands the process's pending signals to the Gs that take them
+ * (route_pending below): it sleeps in ppoll on a signalfd for that.
+ *
+ * Started on the first entersyscall or when an M first goes idle (an idle
+ * M blocks signals, so someone must watch them); a program that does
+ * neither never pays for the thread. Never holds a lock while it sleeps.
  */
 #include "runtime.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SYSCALL_RETAKE_NS (10 * 1000 * 1000)
 
@@ -29,10 +36,121 @@ typedef struct pstate {
 
 static pstate *pd;
 
+/* ---- process signals: see runtime.h ----
+ *
+ * The signalfd is only polled, never read: a signal is dequeued by the G
+ * it is given to, so nothing of it (its siginfo, the queue of a real-time
+ * signal) is lost on the way. watch is what the signalfd reports: every
+ * signal a program can catch, but those handed to a G and not yet taken
+ * (they stay pending meanwhile), and those no G takes, which stay pending
+ * as they would natively, until a G unblocks them (bb_sigwatch_add).
+ * Changes of watch happen under watchlock, with the signalfd's mask. */
+#define SIG(s) (1ull << ((s) - 1))
+#define NOT_OURS (SIG(SIGKILL) | SIG(SIGSTOP) | SIG(SIGURG) | SIG(32) | SIG(33))
+int bb_sigfd = -1;
+static _Atomic uint64_t watch;
+static bb_lock watchlock;
+
+static void set_watch(uint64_t w) /* watchlock held */
+{
+	atomic_store(&watch, w);
+	if (bb_sigfd >= 0)
+		bb_rawsyscall6(SYS_signalfd4, bb_sigfd, (long)&w, 8, SFD_NONBLOCK | SFD_CLOEXEC, 0, 0);
+}
+
+void bb_sigwatch_add(uint64_t sigs)
+{
+	sigs &= ~NOT_OURS;
+	if ((atomic_load(&watch) & sigs) == sigs)
+		return;
+	bb_lock_acquire(&watchlock);
+	set_watch(atomic_load(&watch) | sigs);
+	bb_lock_release(&watchlock);
+}
+
+bool bb_own_fd(int fd)
+{
+	return fd >= 0 && ((bb_netpoll_inited() && (fd == bb_epfd || fd == bb_breakfd)) ||
+			   fd == bb_sigfd);
+}
+
+struct taker {
+	uint64_t bit;
+	bb_g *found;
+};
+
+static void find_taker(bb_g *gp, void *arg)
+{
+	struct taker *t = arg;
+	uint32_t st = atomic_load(&gp->status);
+	if (t->found == NULL && gp != bb_main_g && st != Gdead && st != Gidle &&
+	    !(gp->sigmask & t->bit))
+		t->found = gp;
+}
+
+/* Give each pending watched signal to a G that takes it, or stop watching
+ * it. Its bit leaves watch first: a G that unblocks it meanwhile (which
+ * then finds it unwatched and adds it back) or our look at its mask, one
+ * of the two sees the other. */
+static void route_pending(void)
+{
+	uint64_t pend = 0;
+	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0)
+		return;
+	pend &= atomic_load(&watch);
+	while (pend) {
+		uint64_t bit = pend & -pend;
+		pend &= ~bit;
+		bb_lock_acquire(&watchlock);
+		set_watch(atomic_load(&watch) & ~bit);
+		bb_lock_release(&watchlock);
+		atomic_thread_fence(memory_order_seq_cst);
+		/* the main thread first, as the kernel prefers it */
+		struct taker t = {bit, NULL};
+		bb_g *mg = bb_main_g;
+		uint32_t st = mg ? atomic_load(&mg->status) : Gdead;
+		if (mg && st != Gdead && st != Gidle && !(mg->sigmask & bit))
+			t.found = mg;
+		else
+			bb_allgs_each(find_taker, &t);
+		if (t.found == NULL)
+			continue; /* pending until someone unblocks it */
+		bb_g *gp = t.found;
+		atomic_fetch_or(&gp->procsig, bit);
+		bb_m *mp = gp->m;
+		if (atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 && bb_async_preempt)
+			bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		bb_interrupt(gp, BB_WAKE_SIGNAL);
+	}
+}
+
+/* sleep us microseconds, or until a watched signal is pending */
 static void usleep_raw(int64_t us)
 {
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-	bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	if (bb_sigfd < 0) {
+		bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		return;
+	}
+	struct pollfd pfd = {bb_sigfd, POLLIN, 0};
+	long n = bb_rawsyscall6(SYS_ppoll, (long)&pfd, 1, (long)&ts, 0, 8, 0);
+	if (n == 1 && (pfd.revents & POLLIN))
+		route_pending();
+	else if (n == 1) /* not a signalfd any more: plain sleeps from now on */
+		bb_sigfd = -1;
+}
+
+/* before sysmon starts: the signalfd, watching all a program can catch */
+static void sigwatch_init(void)
+{
+	if (bb_sigfd >= 0)
+		return; /* a fork child: the parent's signalfd reads our own signals */
+	uint64_t w = ~NOT_OURS;
+	long fd = bb_rawsyscall6(SYS_signalfd4, -1, (long)&w, 8, SFD_NONBLOCK | SFD_CLOEXEC, 0, 0);
+	if (fd < 0)
+		return;
+	atomic_store(&watch, w);
+	bb_sigfd = (int)fd;
 }
 
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
@@ -186,6 +304,7 @@ void bb_sysmon_start(void)
 {
 	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
 	bb_m *mp = bb_allocm();
+	sigwatch_init();
 	if (pd == NULL || mp == NULL) {
 		bb_printf("bobbin: no memory for sysmon; blocked system calls keep their P\n");
 		return;

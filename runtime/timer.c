@@ -21,6 +21,9 @@
 #include "runtime.h"
 
 #include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #define HEAP_ARITY 4
@@ -251,11 +254,20 @@ int bb_timer_sleep(bb_g **list)
 			int64_t delay = next ? next - bb_nanotime() : -1;
 			if (next && delay < 0)
 				delay = 0;
+			bb_sysmon_ensure();
 			bb_idle_sigmask(mp);
 			if (bb_netpoll_inited()) {
 				atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
+				/* startm may take this M from now on, and wake it with
+				 * SIGURG (bb_timer_kick_taken): blocked until the wait,
+				 * which lets it in, so one sent before is not lost */
+				uint64_t urg = 1ull << (SIGURG - 1);
+				uint64_t m = mp->sigmask | urg, during = mp->sigmask & ~urg;
+				bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0, 0);
+				mp->sigmask = m;
 				int n;
-				*list = bb_netpoll(delay, &n);
+				if (atomic_load_explicit(&mp->handp, memory_order_acquire) == NULL)
+					*list = bb_netpoll_masked(delay, &n, &during);
 			} else if (delay != 0) {
 				struct timespec ts = {delay / 1000000000, delay % 1000000000};
 				bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
@@ -284,7 +296,19 @@ bool bb_timer_sleeper_take(bb_p *pp, bool spinning)
 		return false;
 	mp->spinning = spinning;
 	atomic_store_explicit(&mp->handp, pp, memory_order_release);
+	atomic_store_explicit(&bb_sched_.takensleeper, mp, memory_order_release);
 	return true;
+}
+
+/* wake the M bb_timer_sleeper_take took: bb_timer_kick's epoll break may
+ * be eaten by the M that became the sleeper after it (both in epoll_wait
+ * at once), so it also gets bobbin's signal, which cuts its wait short */
+void bb_timer_kick_taken(void)
+{
+	bb_m *mp = atomic_exchange(&bb_sched_.takensleeper, NULL);
+	bb_timer_kick();
+	if (mp && mp->tid > 0 && atomic_load_explicit(&mp->handp, memory_order_acquire))
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 }
 
 /* wake the sleeper so it recomputes its deadline and mode */

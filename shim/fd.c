@@ -116,7 +116,7 @@ BB_EXPORT int close(int fd)
 {
 	if (!bb_active)
 		return REAL(close)(fd);
-	if (bb_netpoll_inited() && (fd == bb_epfd || fd == bb_breakfd))
+	if (bb_own_fd(fd))
 		return 0; /* bobbin's own: a close-all-fds loop must not take them */
 	bb_fd_forget(fd);
 	return REAL(close)(fd);
@@ -126,7 +126,7 @@ BB_EXPORT int close(int fd)
  * is forgotten and it shares oldfd's (same open file description) */
 static int dup_onto(int oldfd, int newfd, int flags, bool three)
 {
-	if (bb_active && bb_netpoll_inited() && (newfd == bb_epfd || newfd == bb_breakfd)) {
+	if (bb_active && bb_own_fd(newfd)) {
 		errno = EBUSY; /* as Linux answers for a number it is busy with */
 		return -1;
 	}

@@ -117,7 +117,8 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		 * a thread bobbin did not make */
 		return false;
 	}
-	if (__builtin_expect(atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) != 0, 0) &&
+	if (__builtin_expect((atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) |
+			      atomic_load_explicit(&mp->curg->procsig, memory_order_relaxed)) != 0, 0) &&
 	    !nested)
 		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
 	return true;
@@ -166,7 +167,8 @@ void bb_testcancel_slow(void);
 static inline bool bb_take_eintr(void)
 {
 	bb_g *gp = bb_getg();
-	if (atomic_load_explicit(&gp->sigpending, memory_order_relaxed))
+	if (atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+	    atomic_load_explicit(&gp->procsig, memory_order_relaxed))
 		bb_deliver_signals();
 	if (!gp->sig_eintr)
 		return false;

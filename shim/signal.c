@@ -42,8 +42,19 @@ static int change(int how, const sigset_t *set, sigset_t *old)
 		memcpy(old, &gp->sigmask, sizeof gp->sigmask);
 	}
 	if (set) {
+		uint64_t unblocked = gp->sigmask & ~cur;
 		gp->sigmask = cur;
-		bb_apply_sigmask(bb_getm(), cur);
+		bb_apply_sigmask(bb_getm(), cur | atomic_load(&gp->procsig));
+		if (unblocked) {
+			/* sysmon stopped watching a signal when no G took it:
+			 * this one does now (see bb_sigwatch_add) */
+			atomic_thread_fence(memory_order_seq_cst);
+			bb_sigwatch_add(unblocked);
+			/* given to us and still blocked on our M: taken now, as
+			 * the kernel runs a pending signal's handler at unblock */
+			if (atomic_load(&gp->procsig) & unblocked)
+				bb_deliver_signals();
+		}
 	}
 	return 0;
 }
@@ -102,15 +113,40 @@ static bool default_ignores(int sig)
 	return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
+/* A process signal sysmon gave this G: dequeue it from the process's
+ * pending set (it is blocked on our M until now), with its siginfo. False
+ * if another thread took it first (an M running a G that takes it). */
+static bool take_process_signal(int sig, siginfo_t *si)
+{
+	uint64_t set = 1ull << (sig - 1);
+	struct timespec zero = {0, 0};
+	long r = bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)si, (long)&zero, 8, 0, 0);
+	return r == sig;
+}
+
 void bb_deliver_signals(void)
 {
 	bb_g *gp = bb_getg();
 	for (;;) {
-		uint64_t pend = atomic_load(&gp->sigpending) & ~gp->sigmask;
-		if (pend == 0)
+		uint64_t own = atomic_load(&gp->sigpending) & ~gp->sigmask;
+		uint64_t proc = atomic_load(&gp->procsig) & ~gp->sigmask;
+		if ((own | proc) == 0)
 			return;
-		int sig = __builtin_ctzll(pend) + 1;
-		atomic_fetch_and(&gp->sigpending, ~(1ull << (sig - 1)));
+		siginfo_t si;
+		bool have_si = false;
+		int sig;
+		if (own) {
+			sig = __builtin_ctzll(own) + 1;
+			atomic_fetch_and(&gp->sigpending, ~(1ull << (sig - 1)));
+		} else {
+			sig = __builtin_ctzll(proc) + 1;
+			have_si = take_process_signal(sig, &si);
+			atomic_fetch_and(&gp->procsig, ~(1ull << (sig - 1)));
+			bb_sigwatch_add(1ull << (sig - 1)); /* sysmon may route the next one */
+			bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
+			if (!have_si)
+				continue;
+		}
 		struct kaction ka;
 		if (bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
 			continue;
@@ -133,12 +169,13 @@ void bb_deliver_signals(void)
 		}
 		int saved_errno = errno;
 		if (ka.flags & KSA_SIGINFO) {
-			siginfo_t si;
-			memset(&si, 0, sizeof si);
-			si.si_signo = sig;
-			si.si_code = SI_TKILL;
-			si.si_pid = getpid();
-			si.si_uid = getuid();
+			if (!have_si) { /* pthread_kill's, as the kernel fills it in */
+				memset(&si, 0, sizeof si);
+				si.si_signo = sig;
+				si.si_code = SI_TKILL;
+				si.si_pid = getpid();
+				si.si_uid = getuid();
+			}
 			((void (*)(int, siginfo_t *, void *))ka.handler)(sig, &si, NULL);
 		} else {
 			((void (*)(int))ka.handler)(sig);
@@ -146,7 +183,7 @@ void bb_deliver_signals(void)
 		errno = saved_errno;
 		gp = bb_getg();
 		gp->sigmask = saved;
-		bb_apply_sigmask(bb_getm(), saved);
+		bb_apply_sigmask(bb_getm(), saved | atomic_load(&gp->procsig));
 		gp->sig_ran = true;
 		if (!(ka.flags & KSA_RESTART))
 			gp->sig_eintr = true;
