@@ -79,43 +79,67 @@ struct taker {
 	bb_g *found;
 };
 
+static bool takes(bb_g *gp, uint64_t bit)
+{
+	uint32_t st = atomic_load(&gp->status);
+	return st != Gdead && st != Gidle && !(gp->sigmask & bit);
+}
+
 static void find_taker(bb_g *gp, void *arg)
 {
 	struct taker *t = arg;
-	uint32_t st = atomic_load(&gp->status);
-	if (t->found == NULL && gp != bb_main_g && st != Gdead && st != Gidle &&
-	    !(gp->sigmask & t->bit))
+	if (t->found == NULL && gp != bb_main_g && takes(gp, t->bit))
 		t->found = gp;
 }
 
+/* a G that does not block the signal: the main thread first, as the
+ * kernel prefers it */
+static bb_g *taker_of(uint64_t bit)
+{
+	bb_g *mg = bb_main_g;
+	if (mg && takes(mg, bit))
+		return mg;
+	struct taker t = {bit, NULL};
+	bb_allgs_each(find_taker, &t);
+	return t.found;
+}
+
+/* signals left to the kernel on the last look: their taker was on an M
+ * (running, or in a system call) whose mask lets them in */
+static uint64_t deferred;
+
 /* Give each pending watched signal to a G that takes it, or stop watching
- * it. Its bit leaves watch first: a G that unblocks it meanwhile (which
- * then finds it unwatched and adds it back) or our look at its mask, one
- * of the two sees the other. */
+ * it. A taker on an M that lets it in gets it from the kernel: left alone
+ * once (it is only pending until that M dequeues it). Otherwise its bit
+ * leaves watch first: of a G that unblocks it meanwhile (which then finds
+ * it unwatched and adds it back) and our second look at the masks, one
+ * sees the other. */
 static void route_pending(void)
 {
 	uint64_t pend = 0;
 	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0)
 		return;
 	pend &= atomic_load(&watch);
+	deferred &= pend;
 	while (pend) {
 		uint64_t bit = pend & -pend;
 		pend &= ~bit;
+		bb_g *gp = taker_of(bit);
+		if (gp && !(deferred & bit)) {
+			uint32_t st = atomic_load(&gp->status);
+			if (st == Grunning || st == Gsyscall) {
+				deferred |= bit;
+				continue;
+			}
+		}
+		deferred &= ~bit;
 		bb_lock_acquire(&watchlock);
 		set_watch(atomic_load(&watch) & ~bit);
 		bb_lock_release(&watchlock);
 		atomic_thread_fence(memory_order_seq_cst);
-		/* the main thread first, as the kernel prefers it */
-		struct taker t = {bit, NULL};
-		bb_g *mg = bb_main_g;
-		uint32_t st = mg ? atomic_load(&mg->status) : Gdead;
-		if (mg && st != Gdead && st != Gidle && !(mg->sigmask & bit))
-			t.found = mg;
-		else
-			bb_allgs_each(find_taker, &t);
-		if (t.found == NULL)
+		gp = taker_of(bit);
+		if (gp == NULL)
 			continue; /* pending until someone unblocks it */
-		bb_g *gp = t.found;
 		atomic_fetch_or(&gp->procsig, bit);
 		bb_m *mp = gp->m;
 		if (atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 && bb_async_preempt)
@@ -128,8 +152,11 @@ static void route_pending(void)
 static void usleep_raw(int64_t us)
 {
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-	if (bb_sigfd < 0) {
+	if (bb_sigfd < 0 || deferred) {
+		/* (deferred: the signalfd would report them at once) */
 		bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		if (deferred)
+			route_pending();
 		return;
 	}
 	struct pollfd pfd = {bb_sigfd, POLLIN, 0};
