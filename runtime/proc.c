@@ -68,12 +68,9 @@ void bb_resync_sigmask(bb_m *mp)
  * faults (a kill of SIGSEGV & co. to the process is as rare as harmless),
  * so no process signal lands on it: see sysmon.c (the callers make sure
  * sysmon runs, outside any lock). */
-#define SYNC_SIGNALS ((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGFPE - 1)) | \
-		      (1ull << (SIGILL - 1)) | (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)))
-#define GLIBC_SIGNALS ((1ull << (32 - 1)) | (1ull << (33 - 1))) /* SIGCANCEL, SIGSETXID */
 void bb_idle_sigmask(bb_m *mp)
 {
-	bb_apply_sigmask(mp, ~(SYNC_SIGNALS | GLIBC_SIGNALS));
+	bb_apply_sigmask(mp, BB_IDLE_MASK);
 }
 int32_t bb_gomaxprocs;
 bool bb_active;

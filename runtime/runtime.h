@@ -682,6 +682,12 @@ extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
 extern void (*bb_async_cancel_hook)(void);
 bool bb_async_cancel_due(bb_g *gp);
 void bb_idle_sigmask(bb_m *mp);
+/* all but the faults and glibc's SIGCANCEL and SIGSETXID (SIGURG, bobbin's,
+ * is let in by bb_apply_sigmask) */
+#define BB_IDLE_MASK                                                                            \
+	(~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGFPE - 1)) |           \
+	   (1ull << (SIGILL - 1)) | (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)) |           \
+	   (1ull << (32 - 1)) | (1ull << (33 - 1))))
 /* ---- process signals (sysmon.c) ----
  * An M with no G blocks every signal the program can (bb_idle_sigmask), so
  * the kernel gives a process signal only to an M running a G that takes

@@ -255,21 +255,24 @@ int bb_timer_sleep(bb_g **list)
 			if (next && delay < 0)
 				delay = 0;
 			bb_sysmon_ensure();
-			bb_idle_sigmask(mp);
 			if (bb_netpoll_inited()) {
 				atomic_store(&bb_lastpoll, 0); /* someone blocks in epoll_wait */
-				/* startm may take this M from now on, and wake it with
-				 * SIGURG (bb_timer_kick_taken): blocked until the wait,
-				 * which lets it in, so one sent before is not lost */
+				/* the idle mask; and startm may take this M from now on
+				 * and wake it with SIGURG (bb_timer_kick_taken): blocked
+				 * until the wait, which lets it in, so one sent before
+				 * is not lost */
 				uint64_t urg = 1ull << (SIGURG - 1);
-				uint64_t m = mp->sigmask | urg, during = mp->sigmask & ~urg;
-				bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0, 0);
-				mp->sigmask = m;
+				uint64_t m = BB_IDLE_MASK | urg, during = BB_IDLE_MASK & ~urg;
+				if (mp->sigmask != m) {
+					bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0, 0);
+					mp->sigmask = m;
+				}
 				int n;
 				if (atomic_load_explicit(&mp->handp, memory_order_acquire) == NULL)
 					*list = bb_netpoll_masked(delay, &n, &during);
 			} else if (delay != 0) {
 				struct timespec ts = {delay / 1000000000, delay % 1000000000};
+				bb_idle_sigmask(mp);
 				bb_futex(&bb_sched_.timerwake, FUTEX_WAIT, w, delay < 0 ? NULL : &ts);
 			}
 		}
