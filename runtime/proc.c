@@ -1209,7 +1209,8 @@ bool bb_sleep_interrupt(bb_g *gp);
 
 bool bb_interrupt_due(bb_g *gp, int why)
 {
-	atomic_thread_fence(memory_order_seq_cst);
+	/* no fence: the callers' seq_cst store of waitkind (or the timer
+	 * heap's lock) orders it before these seq_cst loads */
 	if ((why & BB_WAKE_SIGNAL) &&
 	    ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask))
 		return true;
