@@ -18,6 +18,10 @@
  *    handler runs on it, and the read goes on and returns the byte main writes
  *    once it saw the handler run; 200 rounds.
  *
+ * 6. pthread_kill of an ignored signal (SIG_IGN) to a thread in a 200 ms
+ *    nanosleep: the sleep returns 0 and lasted the whole 200 ms, as natively
+ *    (bobbin used to end it early, returning 0 as if it had slept).
+ *
  * A watchdog thread (not alarm: SIGALRM is under test) ends a hang with exit 1
  * naming the probe. stdout: one line per probe.
  */
@@ -151,6 +155,20 @@ static void *usr1_reader(void *arg)
     return NULL;
 }
 
+static void *ignored_sleeper(void *arg)
+{
+    (void)arg;
+    struct timespec t0, t1, ts = {0, 200000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    atomic_store(&round_ready, 1);
+    int r = nanosleep(&ts, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    CHECK(r == 0, "nanosleep returned %d (%s)", r, strerror(errno));
+    CHECK(ns >= 200000000LL, "nanosleep of 200 ms returned after %lld ns", ns);
+    return (void *)(intptr_t)(r == 0 && ns >= 200000000LL);
+}
+
 static void wait_ready(void)
 {
     while (!atomic_exchange(&round_ready, 0))
@@ -258,6 +276,22 @@ int main(void)
           atomic_load(&usr1_wrong));
     printf("one taker: read, SA_RESTART: %d handled on it, %d reads whole\n",
            atomic_load(&usr1s) - base - atomic_load(&usr1_wrong), atomic_load(&usr1_reads));
+
+    /* 6: an ignored signal does not cut a sleep short */
+    current_probe = "ignored signal + nanosleep";
+    signal(SIGWINCH, SIG_IGN);
+    pthread_t sl;
+    atomic_store(&round_ready, 0);
+    REQUIRE(pthread_create(&sl, NULL, ignored_sleeper, NULL) == 0, "sleeper");
+    while (!atomic_load(&round_ready))
+        sched_yield();
+    ts = (struct timespec){0, 20000000};
+    nanosleep(&ts, NULL);
+    CHECK(pthread_kill(sl, SIGWINCH) == 0, "pthread_kill");
+    void *slept_whole = NULL;
+    pthread_join(sl, &slept_whole);
+    printf("ignored signal + nanosleep: returned 0 after the whole 200 ms: %s\n",
+           slept_whole ? "yes" : "no");
 
     pthread_mutex_lock(&mu);
     stop = 1;

@@ -28,15 +28,21 @@ static bool ts_valid(const struct timespec *ts)
  * sleeps are never restarted after a handler, whatever SA_RESTART says. */
 static int64_t sleep_until(int64_t deadline)
 {
-	bb_testcancel();
 	bb_g *gp = bb_getg();
 	gp->sig_ran = false;
-	bb_sleep_until(deadline);
-	bb_testcancel();
-	bb_take_eintr();
-	gp = bb_getg();
-	if (!gp->sig_ran)
-		return 0;
+	for (;;) {
+		bb_testcancel();
+		bb_sleep_until(deadline);
+		bb_testcancel();
+		bb_take_eintr();
+		gp = bb_getg();
+		if (gp->sig_ran)
+			break;
+		if (bb_nanotime() >= deadline)
+			return 0;
+		/* woken, but no handler ran (a pthread_kill of an ignored
+		 * signal): the kernel would sleep on, and so do we */
+	}
 	gp->sig_ran = false;
 	gp->sig_eintr = false;
 	int64_t left = deadline - bb_nanotime();
