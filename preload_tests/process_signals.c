@@ -22,6 +22,11 @@
  *    nanosleep: the sleep returns 0 and lasted the whole 200 ms, as natively
  *    (bobbin used to end it early, returning 0 as if it had slept).
  *
+ * 7. A forked child, the only thread of its process (under bobbin it waits in
+ *    the kernel, not on the poller): ualarm + read on an empty pipe fails with
+ *    EINTR, then it reads 4 MiB its parent writes in odd-sized pieces and
+ *    exits with a status that says whether the bytes' checksum matched.
+ *
  * A watchdog thread (not alarm: SIGALRM is under test) ends a hang with exit 1
  * naming the probe. stdout: one line per probe.
  */
@@ -36,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PROBE_NAME "process_signals"
@@ -292,6 +298,55 @@ int main(void)
     pthread_join(sl, &slept_whole);
     printf("ignored signal + nanosleep: returned 0 after the whole 200 ms: %s\n",
            slept_whole ? "yes" : "no");
+
+    /* 7: a one-thread child */
+    current_probe = "one-thread child: read";
+    int down[2];
+    REQUIRE(pipe(down) == 0, "pipe");
+    pid_t child = fork();
+    REQUIRE(child >= 0, "fork");
+    if (child == 0) {
+        close(down[1]);
+        atomic_store(&alarms, 0);
+        ualarm(50000, 0);
+        char b;
+        ssize_t k = read(down[0], &b, 1); /* nothing comes for 50 ms */
+        int ok = k == -1 && errno == EINTR && atomic_load(&alarms) == 1;
+        unsigned long long sum = 0, got = 0;
+        static unsigned char buf[65536];
+        ssize_t m;
+        while ((m = read(down[0], buf, sizeof buf)) > 0 || (m < 0 && errno == EINTR)) {
+            for (ssize_t j = 0; j < m; j++)
+                sum = sum * 31 + buf[j];
+            if (m > 0)
+                got += (unsigned long long)m;
+        }
+        _exit(!ok ? 2 : got != (4u << 20) ? 3 : (sum & 0xff) == 0 ? 4 : 10 + (int)(sum % 100));
+    }
+    close(down[0]);
+    ts = (struct timespec){0, 150000000};
+    nanosleep(&ts, NULL); /* after the child's alarm */
+    unsigned long long sum = 0;
+    static unsigned char out[4u << 20];
+    for (size_t j = 0; j < sizeof out; j++)
+        out[j] = (unsigned char)(j * 7 + j / 4099);
+    for (size_t j = 0; j < sizeof out; j++)
+        sum = sum * 31 + out[j];
+    for (size_t off = 0; off < sizeof out;) {
+        size_t piece = 1 + (off * 13) % 7001;
+        if (piece > sizeof out - off)
+            piece = sizeof out - off;
+        ssize_t w = write(down[1], out + off, piece);
+        REQUIRE(w > 0, "write to the child");
+        off += (size_t)w;
+    }
+    close(down[1]);
+    int st = 0;
+    REQUIRE(waitpid(child, &st, 0) == child, "waitpid");
+    int want = (sum & 0xff) == 0 ? 4 : 10 + (int)(sum % 100);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == want, "child status %#x, want exit %d", st, want);
+    printf("one-thread child: EINTR, then 4 MiB read whole: %s\n",
+           WIFEXITED(st) && WEXITSTATUS(st) == want ? "yes" : "no");
 
     pthread_mutex_lock(&mu);
     stop = 1;

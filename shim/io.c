@@ -97,6 +97,15 @@ static ssize_t do_io(ioreq *r)
 		bb_testcancel();
 		return blocking_call(r);
 	}
+	/* The only thread of the process (a shell pipeline's cat or grep, the
+	 * children stress-ng forks): nobody needs its P while it waits, so it
+	 * waits in the kernel as a native thread would, without the poller's
+	 * round trips (about twice the system calls per transfer). Not where
+	 * bobbin made the fd non-blocking for real: that call would not wait. */
+	if (!BB_PD_FORCED(pd) && bb_nlive() == 1) {
+		bb_testcancel();
+		return kick_peer(pd, r, blocking_call(r));
+	}
 	int saved = errno;
 	int64_t deadline = deadline_of(pd, r->mode);
 	for (;;) {
