@@ -97,15 +97,6 @@ static ssize_t do_io(ioreq *r)
 		bb_testcancel();
 		return blocking_call(r);
 	}
-	/* The only thread of the process (a shell pipeline's cat or grep, the
-	 * children stress-ng forks): nobody needs its P while it waits, so it
-	 * waits in the kernel as a native thread would, without the poller's
-	 * round trips (about twice the system calls per transfer). Not where
-	 * bobbin made the fd non-blocking for real: that call would not wait. */
-	if (!BB_PD_FORCED(pd) && bb_nlive() == 1) {
-		bb_testcancel();
-		return kick_peer(pd, r, blocking_call(r));
-	}
 	int saved = errno;
 	int64_t deadline = deadline_of(pd, r->mode);
 	for (;;) {
@@ -116,6 +107,16 @@ static ssize_t do_io(ioreq *r)
 				errno = saved;
 			return kick_peer(pd, r, n);
 		}
+		/* The only thread of the process (a shell pipeline's cat or
+		 * grep, the children stress-ng forks): nobody needs its P while
+		 * it waits, so it waits in the kernel as a native thread would,
+		 * without the poller's round trips. Not where bobbin made the fd
+		 * non-blocking for real (that call would not wait), nor with a
+		 * deadline (SO_RCVTIMEO: the kernel keeps it too, but then the
+		 * answer is the kernel's EAGAIN either way). Asked only when the
+		 * call would block: bb_nlive reads every P. */
+		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_nlive() == 1)
+			return kick_peer(pd, r, blocking_call(r));
 		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
 		if (bb_take_eintr()) {
 			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
