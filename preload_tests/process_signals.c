@@ -23,14 +23,17 @@
  *    (bobbin used to end it early, returning 0 as if it had slept).
  *
  * 7. A forked child, the only thread of its process (under bobbin it waits in
- *    the kernel, not on the poller): ualarm + read on an empty pipe fails with
- *    EINTR, then it reads 4 MiB its parent writes in odd-sized pieces and
- *    exits with a status that says whether the bytes' checksum matched.
+ *    the kernel, not on the poller): ualarm(50 ms), a 30 ms poll on an empty
+ *    pipe returns 0, a read on it fails with EINTR, a select without timeout
+ *    returns it readable once the parent writes; then it reads the 4 MiB its
+ *    parent writes in odd-sized pieces and exits with a status that says
+ *    whether the bytes' checksum matched.
  *
  * A watchdog thread (not alarm: SIGALRM is under test) ends a hang with exit 1
  * naming the probe. stdout: one line per probe.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,9 +313,15 @@ int main(void)
         close(down[1]);
         atomic_store(&alarms, 0);
         ualarm(50000, 0);
+        struct pollfd pf = {down[0], POLLIN, 0};
+        int pr = poll(&pf, 1, 30); /* nothing comes for 150 ms */
         char b;
-        ssize_t k = read(down[0], &b, 1); /* nothing comes for 50 ms */
-        int ok = k == -1 && errno == EINTR && atomic_load(&alarms) == 1;
+        ssize_t k = read(down[0], &b, 1);
+        int ok = pr == 0 && k == -1 && errno == EINTR && atomic_load(&alarms) == 1;
+        fd_set rs;
+        FD_ZERO(&rs);
+        FD_SET(down[0], &rs);
+        ok = ok && select(down[0] + 1, &rs, NULL, NULL, NULL) == 1 && FD_ISSET(down[0], &rs);
         unsigned long long sum = 0, got = 0;
         static unsigned char buf[65536];
         ssize_t m;

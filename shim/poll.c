@@ -96,6 +96,10 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
+		/* the only thread of the process: it waits in the kernel, as
+		 * read and write do (io.c) */
+		if (bb_nlive() == 1)
+			WAIT_IN_SYSCALL(REAL(poll)(fds, n, left_ms(deadline)));
 		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(fds, n, deadline);
 		if (handler_ran())
@@ -152,6 +156,25 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 			return k;
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
+		if (bb_nlive() == 1) {
+			/* the only thread: in the kernel, as poll (the zero-time
+			 * select emptied the sets) */
+			if (r)
+				*r = r0;
+			if (w)
+				*w = w0;
+			if (e)
+				*e = e0;
+			int64_t left = deadline == 0 ? 0 : deadline - bb_nanotime();
+			if (left < 0)
+				left = 0;
+			struct timeval tv = {left / 1000000000, (left % 1000000000 + 999) / 1000};
+			if (tv.tv_usec >= 1000000) {
+				tv.tv_sec++;
+				tv.tv_usec -= 1000000;
+			}
+			WAIT_IN_SYSCALL(REAL(select)(nfds, r, w, e, deadline == 0 ? NULL : &tv));
+		}
 		struct pollfd stackp[64];
 		struct pollfd *p = nfds <= 64 ? stackp : malloc((size_t)nfds * sizeof *p);
 		if (p == NULL) {
