@@ -198,11 +198,9 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		detach_p(mp, gp, pc, sp);
 		return;
 	}
-	/* a pthread_kill for the G running here, or a process signal sysmon
-	 * gave it: run the program's handler now, on this G, nested in this
-	 * signal's context */
-	if (gp != NULL && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
-	    bb_sigpoke_hook &&
+	/* a pthread_kill for the G running here: run the program's handler
+	 * now, on this G, nested in this signal's context */
+	if (gp != NULL && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning &&
 	    !in_bobbin(pc) && !bb_rt_live(gp, sp))
 		bb_sigpoke_hook();

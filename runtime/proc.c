@@ -339,6 +339,12 @@ static void resetspinning(void)
 __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 {
 	bb_m *mp = bb_getm();
+	/* the G's mask first, while this M has no G: a pending process signal
+	 * it lets in is delivered at once, and its handler must find no G
+	 * half-switched to (it runs as on a thread bobbin did not make) */
+	uint64_t mask = gp->sigmask | atomic_load_explicit(&gp->procsig, memory_order_relaxed);
+	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
+		bb_apply_sigmask(mp, mask);
 	mp->curg = gp;
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
@@ -348,9 +354,6 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 			      atomic_load_explicit(&mp->p->switchtick, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	mp->switches++;
-	uint64_t mask = gp->sigmask | atomic_load_explicit(&gp->procsig, memory_order_relaxed);
-	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
-		bb_apply_sigmask(mp, mask);
 	if (__builtin_expect(bb_trace_on, 0))
 		bb_trace_slice_start(mp->p, gp, mp);
 	if (inherit_time) {

@@ -140,10 +140,10 @@ static void route_pending(void)
 		gp = taker_of(bit);
 		if (gp == NULL)
 			continue; /* pending until someone unblocks it */
+		/* a running G takes it at its next call into bobbin (not from
+		 * inside a preemption signal's handler: the program's handler
+		 * could switch Gs there, on that signal's frame) */
 		atomic_fetch_or(&gp->procsig, bit);
-		bb_m *mp = gp->m;
-		if (atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 && bb_async_preempt)
-			bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 		bb_interrupt(gp, BB_WAKE_SIGNAL);
 	}
 }

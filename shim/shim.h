@@ -104,6 +104,11 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	bb_m *mp = bb_getm();
 	if (mp->curg == NULL)
 		return false;
+	/* not on the G's stack: a signal handler on this M's own stack (the
+	 * scheduler's, between two Gs) or its signal stack: the G is not
+	 * really running here, so the call runs as on a foreign thread */
+	if (__builtin_expect(fp < mp->curg->stack_lo || fp >= mp->curg->stack_hi, 0))
+		return false;
 	bool nested = bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
 	if (__builtin_expect(mp->detached, 0)) {
 		bb_reattach();   /* the P was taken while this M was stuck: runtime.h */
