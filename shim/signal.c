@@ -150,11 +150,15 @@ void bb_deliver_signals(void)
 		struct kaction ka;
 		if (bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
 			continue;
-		if (ka.handler == SIG_IGN)
+		if (ka.handler == SIG_IGN) {
+			gp->sig_ignored = true;
 			continue;
+		}
 		if (ka.handler == SIG_DFL) {
 			if (!default_ignores(sig)) /* the default action is the process's */
 				bb_rawsyscall6(SYS_tgkill, getpid(), bb_getm()->tid, sig, 0, 0, 0);
+			else
+				gp->sig_ignored = true;
 			continue;
 		}
 		uint64_t saved = gp->sigmask;

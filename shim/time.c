@@ -32,17 +32,18 @@ static int64_t sleep_until(int64_t deadline)
 	gp->sig_ran = false;
 	for (;;) {
 		bb_testcancel();
+		gp->sig_ignored = false;
 		bb_sleep_until(deadline);
 		bb_testcancel();
 		bb_take_eintr();
 		gp = bb_getg();
-		if (gp->sig_ran)
+		if (gp->sig_ran || !gp->sig_ignored || bb_nanotime() >= deadline)
 			break;
-		if (bb_nanotime() >= deadline)
-			return 0;
-		/* woken, but no handler ran (a pthread_kill of an ignored
-		 * signal): the kernel would sleep on, and so do we */
+		/* woken by a pthread_kill of an ignored signal only: the
+		 * kernel would sleep on, and so do we */
 	}
+	if (!gp->sig_ran)
+		return 0;
 	gp->sig_ran = false;
 	gp->sig_eintr = false;
 	int64_t left = deadline - bb_nanotime();
