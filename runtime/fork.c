@@ -78,7 +78,6 @@ static void child(void)
 	atomic_store(&bb_sched_.mcount, 1);
 	atomic_store(&bb_sched_.nmspinning, 0);
 	atomic_store(&bb_sched_.timersleeper, NULL);
-	atomic_store(&bb_sched_.takensleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);
 	bb_allgs_forkchild(mp->curg);
 	/* a child forked off another thread has no main: its one thread's

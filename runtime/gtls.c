@@ -48,7 +48,7 @@ enum {
 	OFF_TID = 720,
 	OFF_ROBUST_PREV = 728,
 	OFF_ROBUST_HEAD = 736,
-	OFF_CANCELHANDLING = 776,
+	OFF_CANCELHANDLING = BB_OFF_CANCELHANDLING,
 	OFF_SPECIFIC_1STBLOCK = 784,
 	OFF_SPECIFIC = 1296,
 	OFF_USER_STACK = 1554,
@@ -317,24 +317,6 @@ void bb_tcb_on_g_exit(bb_g *gp)
 			res_iclose(rs, true);
 		memset(rs, 0, sizeof *rs);
 	}
-}
-
-/* cancelled, with cancellation enabled and asynchronous, and not already
- * exiting: glibc's cancelhandling bits (state 1, type 2, canceled 8,
- * exiting 16, terminated 32) */
-bool bb_async_cancel_due(bb_g *gp)
-{
-	int ch = atomic_load_explicit((_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING),
-				      memory_order_relaxed);
-	return (ch & (1 | 2 | 8 | 16 | 32)) == (2 | 8);
-}
-
-/* cancelled, with cancellation enabled and the thread not already exiting
- * (deferred or asynchronous): a cancellation point acts on it */
-bool bb_cancel_due(bb_g *gp)
-{
-	int ch = atomic_load((_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING));
-	return (ch & (1 | 8 | 16 | 32)) == 8;
 }
 
 /* ---- dlopen of a module with static TLS ----

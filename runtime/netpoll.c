@@ -276,8 +276,6 @@ static int session_wait(bb_pollnode *nodes, int n, int64_t deadline)
 	}
 	bool claimed = atomic_load(&gp->pollticket) & PT_CLAIMED;
 	atomic_store(&gp->waitkind, BB_WAIT_NETPOLL);
-	if (!claimed && bb_interrupt_due(gp, BB_WAKE_CANCEL | BB_WAKE_SIGNAL))
-		claimed = true; /* what bb_netpoll_interrupt does: claim(), below */
 	if (!claimed)
 		bb_gopark(park_unless_claimed, (void *)ticket, waitReasonIO);
 	atomic_store(&gp->waitkind, BB_WAIT_NONE);

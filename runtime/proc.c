@@ -45,13 +45,18 @@ static uint64_t strip_ours(uint64_t mask)
 	return mask;
 }
 
-void bb_apply_sigmask(bb_m *mp, uint64_t mask)
+/* this M's kernel mask, exactly mask (one system call if it changes) */
+void bb_set_sigmask(bb_m *mp, uint64_t mask)
 {
-	mask = strip_ours(mask);
 	if (mp->sigmask == mask)
 		return;
 	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 	mp->sigmask = mask;
+}
+
+void bb_apply_sigmask(bb_m *mp, uint64_t mask)
+{
+	bb_set_sigmask(mp, strip_ours(mask));
 }
 
 /* The kernel's mask of this thread back to what bobbin knows it to be:
@@ -273,9 +278,10 @@ void bb_startm(bb_p *pp, bool spinning)
 	}
 	bb_m *nmp = mget();
 	if (nmp == NULL) {
-		if (bb_timer_sleeper_take(pp, spinning)) {
+		bb_m *taken = bb_timer_sleeper_take(pp, spinning);
+		if (taken) {
 			bb_lock_release(&bb_sched_.lock);
-			bb_timer_kick_taken();
+			bb_timer_kick_taken(taken);
 			return;
 		}
 		if (bb_sched_.npend < bb_sched_.nmdropping) {
@@ -630,6 +636,25 @@ static inline void mcall(void (*fn)(bb_g *))
 	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 }
 
+/* gp just parked in an interruptible wait (waitkind set): a pthread_kill
+ * or pthread_cancel that came before waitkind was published found nothing
+ * to wake; make its bb_interrupt now. No fence: the waiter's seq_cst store
+ * of waitkind orders these seq_cst loads after it (runtime.h). The G may
+ * already be running elsewhere: bb_interrupt is safe on any G, as it is
+ * for the interrupters themselves. */
+static void interrupt_if_due(bb_g *gp)
+{
+	if (atomic_load(&gp->waitkind) == BB_WAIT_NONE)
+		return;
+	int why = 0;
+	if ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask)
+		why |= BB_WAKE_SIGNAL;
+	if (bb_cancel_due(gp))
+		why |= BB_WAKE_CANCEL;
+	if (why)
+		bb_interrupt(gp, why);
+}
+
 static void park_m(bb_g *gp)
 {
 	bb_m *mp = bb_getm();
@@ -646,6 +671,7 @@ static void park_m(bb_g *gp)
 		bb_casgstatus(gp, Gwaiting, Grunnable);
 		bb_execute(gp, true);
 	}
+	interrupt_if_due(gp);
 	bb_schedule();
 }
 
@@ -662,6 +688,7 @@ static void park_pinned(bb_g *gp, bool (*unlockf)(bb_g *, void *), void *arg)
 		gp->pinned_wait = false;
 		return;
 	}
+	interrupt_if_due(gp);
 	for (unsigned spins = 0;
 	     atomic_load_explicit(&gp->status, memory_order_acquire) != Grunnable; spins++) {
 		bb_m *mp = bb_getm();
@@ -950,9 +977,8 @@ void bb_goexit(void *result)
 	bb_tcb_on_g_exit(gp);
 	/* process signals given to it and not taken: sysmon gives them to
 	 * another G (they are still pending) */
-	uint64_t given = atomic_exchange(&gp->procsig, 0);
-	if (given)
-		bb_sigwatch_add(given);
+	if (atomic_load_explicit(&gp->procsig, memory_order_relaxed))
+		bb_sigwatch_add(atomic_exchange(&gp->procsig, 0));
 	mp = bb_getm(); /* destructors may have moved us to another M */
 	/* seq_cst, pairs with main's exit: either this exit sees main_gone,
 	 * or main's count (below) sees this exit */
@@ -1141,15 +1167,7 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 			self->waitobj = gp;
 			self->interrupted = false;
 			atomic_store(&self->waitkind, BB_WAIT_JOIN);
-			if (bb_interrupt_due(self, BB_WAKE_CANCEL | BB_WAKE_SIGNAL)) {
-				/* what bb_join_interrupt would have done */
-				gp->joiner = NULL;
-				gp->joined = false;
-				self->interrupted = true;
-				bb_lock_release(&gp->lock);
-			} else {
-				bb_gopark(unlock_g, gp, waitReasonJoin);
-			}
+			bb_gopark(unlock_g, gp, waitReasonJoin);
 			atomic_store(&self->waitkind, BB_WAIT_NONE);
 			bb_lock_acquire(&gp->lock);
 			if (self->interrupted && !gp->exited) {
@@ -1209,16 +1227,6 @@ bool bb_join_interrupt(bb_g *self)
 }
 
 bool bb_sleep_interrupt(bb_g *gp);
-
-bool bb_interrupt_due(bb_g *gp, int why)
-{
-	/* no fence: the callers' seq_cst store of waitkind (or the timer
-	 * heap's lock) orders it before these seq_cst loads */
-	if ((why & BB_WAKE_SIGNAL) &&
-	    ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask))
-		return true;
-	return (why & BB_WAKE_CANCEL) && bb_cancel_due(gp);
-}
 
 void bb_interrupt(bb_g *gp, int why)
 {

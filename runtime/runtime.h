@@ -295,7 +295,6 @@ typedef struct bb_sched {
 	/* timer sleeper (timer.c): all seq_cst */
 	_Atomic uint64_t timergen;   /* bumped by every bb_addtimer */
 	_Atomic(bb_m *) timersleeper;/* the M sleeping until the next timer */
-	_Atomic(bb_m *) takensleeper;/* the sleeper startm took, until it is woken */
 	_Atomic int64_t sleepuntil;  /* its deadline */
 	_Atomic uint32_t timerwake;  /* futex word it sleeps on */
 } bb_sched;
@@ -389,6 +388,14 @@ bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
 void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
 bb_g *bb_g_from_tcb(void *tcb);
 int32_t bb_nlive(void);
+/* The caller is the process's only thread (a shell pipeline's cat or grep,
+ * a forked worker): nobody needs its P while it waits, so a wait for I/O
+ * goes into the kernel as a native thread's would, without the poller's
+ * round trips. Reads every P: asked only when a call is about to wait. */
+static inline bool bb_alone(void)
+{
+	return bb_nlive() == 1;
+}
 enum { BB_JOIN_BLOCK, BB_JOIN_TRY, BB_JOIN_TIMED };
 int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline);
 int bb_gdetach(bb_g *gp);
@@ -458,9 +465,9 @@ int bb_runtimers(bb_p *pp, int64_t now);
 int64_t bb_nexttimer(void);
 enum { BB_SLEEP_NONE, BB_SLEEP_WOKE, BB_SLEEP_GOTP };
 int bb_timer_sleep(bb_g **list);
-bool bb_timer_sleeper_take(bb_p *pp, bool spinning);
+bb_m *bb_timer_sleeper_take(bb_p *pp, bool spinning);
 void bb_timer_kick(void);
-void bb_timer_kick_taken(void); /* startm took the sleeper: wake that M */
+void bb_timer_kick_taken(bb_m *mp); /* startm took the sleeper mp: wake it */
 void bb_sleep_until(int64_t deadline);  /* park the current G until then */
 
 /* ---- netpoll.c ---- */
@@ -650,13 +657,11 @@ enum { BB_WAIT_NONE, BB_WAIT_SEMA, BB_WAIT_SLEEP, BB_WAIT_NETPOLL, BB_WAIT_JOIN 
  * handler, then waits on or fails with EINTR as the caller decides) */
 enum { BB_WAKE_CANCEL = 1, BB_WAKE_SIGNAL = 2 };
 void bb_interrupt(bb_g *gp, int why); /* wake gp from an interruptible wait */
-/* An interrupt sent before the waiter published its waitkind found nothing
- * to wake, so the waiter looks for one itself after publishing: true if a
- * signal it does not block (why & SIGNAL) or a cancellation (why & CANCEL)
- * is pending. Both sides are seq_cst: the interrupter sets its flag, then
- * reads waitkind; the waiter stores waitkind, then reads the flags. */
-bool bb_interrupt_due(bb_g *gp, int why);
-bool bb_cancel_due(bb_g *gp);
+/* An interrupt sent before the waiter published its waitkind finds nothing
+ * to wake; so, once parked, the waiter looks for one itself (park_m, in
+ * proc.c) and makes the same bb_interrupt. Both sides are seq_cst: the
+ * interrupter sets its flag, then reads waitkind; the waiter stores
+ * waitkind, then reads the flags. */
 bool bb_sema_interrupt(bb_g *gp);
 bool bb_netpoll_interrupt(bb_g *gp);
 bool bb_join_interrupt(bb_g *gp);
@@ -676,19 +681,38 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
  * takes the main thread's mask, so a process-directed signal goes where it
  * would natively: blocked by all (a sigwait thread's pattern), or delivered. */
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
+void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);
-bool bb_async_cancel_due(bb_g *gp);
+/* struct pthread.cancelhandling (checked at start-up, gtls.c): bits
+ * state 1, type 2, canceled 8, exiting 16, terminated 32 */
+#define BB_OFF_CANCELHANDLING 776
+static inline int bb_cancelhandling(const bb_g *gp)
+{
+	return atomic_load((_Atomic int *)((char *)gp->tcb + BB_OFF_CANCELHANDLING));
+}
+/* cancelled, enabled, not already exiting: a cancellation point acts */
+static inline bool bb_cancel_due(const bb_g *gp)
+{
+	return (bb_cancelhandling(gp) & (1 | 8 | 16 | 32)) == 8;
+}
+/* the same, and asynchronous: acts at any safe point */
+static inline bool bb_async_cancel_due(const bb_g *gp)
+{
+	return (bb_cancelhandling(gp) & (1 | 2 | 8 | 16 | 32)) == (2 | 8);
+}
 void bb_idle_sigmask(bb_m *mp);
-/* all but the faults and glibc's SIGCANCEL and SIGSETXID (SIGURG, bobbin's,
- * is let in by bb_apply_sigmask) */
-#define BB_IDLE_MASK                                                                            \
-	(~((1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) | (1ull << (SIGFPE - 1)) |           \
-	   (1ull << (SIGILL - 1)) | (1ull << (SIGTRAP - 1)) | (1ull << (SIGSYS - 1)) |           \
-	   (1ull << (32 - 1)) | (1ull << (33 - 1))))
+#define BB_SIGBIT(s) (1ull << ((s) - 1)) /* a signal in a kernel mask */
+/* glibc's SIGCANCEL and SIGSETXID: a program never blocks them */
+#define BB_GLIBC_SIGNALS (BB_SIGBIT(32) | BB_SIGBIT(33))
+/* all but the faults and glibc's (SIGURG, bobbin's, is let in by
+ * bb_apply_sigmask) */
+#define BB_IDLE_MASK                                                                    \
+	(~(BB_SIGBIT(SIGSEGV) | BB_SIGBIT(SIGBUS) | BB_SIGBIT(SIGFPE) | BB_SIGBIT(SIGILL) | \
+	   BB_SIGBIT(SIGTRAP) | BB_SIGBIT(SIGSYS) | BB_GLIBC_SIGNALS))
 /* ---- process signals (sysmon.c) ----
  * An M with no G blocks every signal the program can (bb_idle_sigmask), so
  * the kernel gives a process signal only to an M running a G that takes

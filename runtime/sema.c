@@ -119,15 +119,6 @@ int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint3
 	enqueue(b, gp);
 	gp->interrupted = false;
 	atomic_store(&gp->waitkind, BB_WAIT_SEMA);
-	if (bb_interrupt_due(gp, gp->wakeon)) {
-		/* interrupted before it parked: what bb_sema_interrupt does */
-		unlink_g(b, gp);
-		atomic_store(&gp->waitkind, BB_WAIT_NONE);
-		bb_lock_release(&b->lock);
-		if (after)
-			after(after_arg);
-		return -3;
-	}
 	parkctx pc = {b, deadline != 0, after, after_arg};
 	if (deadline != 0) {
 		gp->timer.when = deadline;

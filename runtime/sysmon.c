@@ -45,8 +45,7 @@ static pstate *pd;
  * (they stay pending meanwhile), and those no G takes, which stay pending
  * as they would natively, until a G unblocks them (bb_sigwatch_add).
  * Changes of watch happen under watchlock, with the signalfd's mask. */
-#define SIG(s) (1ull << ((s) - 1))
-#define NOT_OURS (SIG(SIGKILL) | SIG(SIGSTOP) | SIG(SIGURG) | SIG(32) | SIG(33))
+#define NOT_OURS (BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP) | BB_SIGBIT(SIGURG) | BB_GLIBC_SIGNALS)
 int bb_sigfd = -1;
 static _Atomic uint64_t watch;
 static bb_lock watchlock;

@@ -261,12 +261,8 @@ int bb_timer_sleep(bb_g **list)
 				 * and wake it with SIGURG (bb_timer_kick_taken): blocked
 				 * until the wait, which lets it in, so one sent before
 				 * is not lost */
-				uint64_t urg = 1ull << (SIGURG - 1);
-				uint64_t m = BB_IDLE_MASK | urg, during = BB_IDLE_MASK & ~urg;
-				if (mp->sigmask != m) {
-					bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0, 0);
-					mp->sigmask = m;
-				}
+				uint64_t during = BB_IDLE_MASK & ~BB_SIGBIT(SIGURG);
+				bb_set_sigmask(mp, BB_IDLE_MASK | BB_SIGBIT(SIGURG));
 				int n;
 				if (atomic_load_explicit(&mp->handp, memory_order_acquire) == NULL)
 					*list = bb_netpoll_masked(delay, &n, &during);
@@ -290,27 +286,25 @@ int bb_timer_sleep(bb_g **list)
 
 /* startm with no idle M on the list (sched.lock held): take the timer
  * sleeper instead of making a new OS thread, so the M count stays at
- * MAXPROCS + sysmon + 1. Returns true if pp was handed over; the caller
- * wakes the sleeper (bb_timer_kick) once it has dropped the lock. */
-bool bb_timer_sleeper_take(bb_p *pp, bool spinning)
+ * MAXPROCS + sysmon + 1. Returns the M pp was handed to, or NULL; the
+ * caller wakes it (bb_timer_kick_taken) once it has dropped the lock. */
+bb_m *bb_timer_sleeper_take(bb_p *pp, bool spinning)
 {
 	bb_m *mp = atomic_load(&bb_sched_.timersleeper);
 	if (mp == NULL || !atomic_compare_exchange_strong(&bb_sched_.timersleeper, &mp, NULL))
-		return false;
+		return NULL;
 	mp->spinning = spinning;
 	atomic_store_explicit(&mp->handp, pp, memory_order_release);
-	atomic_store_explicit(&bb_sched_.takensleeper, mp, memory_order_release);
-	return true;
+	return mp;
 }
 
 /* wake the M bb_timer_sleeper_take took: bb_timer_kick's epoll break may
  * be eaten by the M that became the sleeper after it (both in epoll_wait
  * at once), so it also gets bobbin's signal, which cuts its wait short */
-void bb_timer_kick_taken(void)
+void bb_timer_kick_taken(bb_m *mp)
 {
-	bb_m *mp = atomic_exchange(&bb_sched_.takensleeper, NULL);
 	bb_timer_kick();
-	if (mp && mp->tid > 0 && atomic_load_explicit(&mp->handp, memory_order_acquire))
+	if (mp->tid > 0 && atomic_load_explicit(&mp->handp, memory_order_acquire))
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 }
 
@@ -331,15 +325,9 @@ static void ready_sleeper(void *arg, uintptr_t seq)
 
 static bool arm_sleep(bb_g *gp, void *arg)
 {
-	if (!bb_addtimer(&gp->timer))
-		return false; /* out of memory: do not sleep */
-	/* an interrupter that came before the timer was armed could not
-	 * disarm it (bb_sleep_interrupt): act for it */
-	if (bb_interrupt_due(gp, BB_WAKE_CANCEL | BB_WAKE_SIGNAL) && bb_deltimer(&gp->timer)) {
-		gp->interrupted = true;
-		return false;
-	}
-	return true;
+	/* armed after the G is Gwaiting; an interrupt that came before is
+	 * made again by park_m once this returns (interrupt_if_due) */
+	return bb_addtimer(&gp->timer); /* out of memory: do not sleep */
 }
 
 /* Park the current G for ns nanoseconds (monotonic). */

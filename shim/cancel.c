@@ -30,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define OFF_CANCELHANDLING 776
+#define OFF_CANCELHANDLING BB_OFF_CANCELHANDLING
 #define OFF_CLEANUP 760
 #define OFF_CLEANUP_JMP_BUF 768
 #define OFF_POINTER_GUARD 0x30

@@ -99,40 +99,45 @@ BB_EXPORT int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
-/* clone(2) through glibc's wrapper. A child that does not share our memory
- * (no CLONE_VM) starts with the caller's thread only, and none of bobbin's
- * other OS threads or green threads, as after fork, but without fork's
- * handlers: bobbin's runtime in it is a copy of the parent's, describing
- * threads that are not there. So the child steps aside and runs natively,
- * which for a process of one thread is exactly right: when its function
- * returns, its only thread exits and so does the process. (It used to start
- * new OS threads of its own and outlive its only real thread as a zombie.)
+/* A child of clone(2) or clone3 never runs as bobbin's. One that does not
+ * share our memory (no CLONE_VM) starts with the caller's thread only, as
+ * after fork but without fork's handlers: bobbin's runtime in it is a copy
+ * of the parent's, describing threads that are not there. It steps aside
+ * and runs natively, which for a process of one thread is exactly right:
+ * when its only thread exits, so does the process. (It used to start OS
+ * threads of its own and outlive its only real thread as a zombie.)
  *
- * A child that shares our memory (CLONE_VM) shares the runtime too, which
- * it must not touch. With a TLS of its own (CLONE_SETTLS) it is a thread
+ * One that shares our memory (CLONE_VM) shares the runtime too, which it
+ * must not touch. With a TLS of its own (CLONE_SETTLS) it is a thread
  * bobbin did not make, and is seen as one already. Without, it runs on its
  * parent's TLS and, having inherited the registers, on its parent's M: it
  * used to enter the scheduler as that M (stress-ng's clone stressor left
- * hundreds of such children asleep there for ever). It now points its gs
- * at bb_nom, an M with no G, so all it calls runs natively. */
+ * hundreds of such children asleep there for ever). It points its gs at
+ * bb_nom, an M with no G, so all it calls runs natively.
+ *
+ * Called first thing in the child, by clone() below and by syscall()'s
+ * fork-like SYS_clone and SYS_clone3 (syscall.c). */
+void bb_clone_child(uint64_t flags)
+{
+	if (!(flags & CLONE_VM))
+		bb_active = false; /* this process's own copy */
+	else if (!(flags & CLONE_SETTLS))
+		bb_setgsbase((uintptr_t)&bb_nom);
+}
+
+/* the start is on the child's own stack, which nobody else uses: with
+ * CLONE_VM the parent may return (and reuse its frame) before the child
+ * reads it */
 struct clone_start {
 	int (*fn)(void *);
 	void *arg;
+	int flags;
 };
 
 static int clone_child(void *p)
 {
-	struct clone_start cs = *(struct clone_start *)p;
-	bb_active = false; /* this process's own copy */
-	return cs.fn(cs.arg);
-}
-
-/* the start is on the child's own stack, which nobody else uses: the
- * parent may return (and reuse its frame) before the child reads it */
-static int clone_vm_child(void *p)
-{
-	bb_setgsbase((uintptr_t)&bb_nom);
 	struct clone_start *cs = p;
+	bb_clone_child((uint64_t)(unsigned)cs->flags);
 	return cs->fn(cs->arg);
 }
 
@@ -147,18 +152,11 @@ BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	void *tls = va_arg(ap, void *);
 	pid_t *ctid = va_arg(ap, pid_t *);
 	va_end(ap);
-	if (!bb_active || fn == NULL || stack == NULL)
+	if (!bb_active || fn == NULL || stack == NULL ||
+	    (flags & (CLONE_VM | CLONE_SETTLS)) == (CLONE_VM | CLONE_SETTLS))
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
-	if (flags & CLONE_VM) {
-		if (flags & CLONE_SETTLS)
-			return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
-		uintptr_t top = ((uintptr_t)stack - sizeof(struct clone_start)) & ~(uintptr_t)15;
-		struct clone_start *cs = (struct clone_start *)top;
-		cs->fn = fn;
-		cs->arg = arg;
-		return real_clone(clone_vm_child, cs, flags, cs, ptid, tls, ctid);
-	}
-	/* the child reads this from its own copy of our memory */
-	struct clone_start cs = {fn, arg};
-	return real_clone(clone_child, stack, flags, &cs, ptid, tls, ctid);
+	uintptr_t top = ((uintptr_t)stack - sizeof(struct clone_start)) & ~(uintptr_t)15;
+	struct clone_start *cs = (struct clone_start *)top;
+	*cs = (struct clone_start){fn, arg, flags};
+	return real_clone(clone_child, cs, flags, cs, ptid, tls, ctid);
 }

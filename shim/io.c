@@ -107,15 +107,10 @@ static ssize_t do_io(ioreq *r)
 				errno = saved;
 			return kick_peer(pd, r, n);
 		}
-		/* The only thread of the process (a shell pipeline's cat or
-		 * grep, the children stress-ng forks): nobody needs its P while
-		 * it waits, so it waits in the kernel as a native thread would,
-		 * without the poller's round trips. Not where bobbin made the fd
-		 * non-blocking for real (that call would not wait), nor with a
-		 * deadline (SO_RCVTIMEO: the kernel keeps it too, but then the
-		 * answer is the kernel's EAGAIN either way). Asked only when the
-		 * call would block: bb_nlive reads every P. */
-		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_nlive() == 1)
+		/* the process's only thread waits in the kernel (bb_alone);
+		 * not where bobbin made the fd non-blocking for real (that call
+		 * would not wait), nor with a deadline (SO_RCVTIMEO) */
+		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_alone())
 			return kick_peer(pd, r, blocking_call(r));
 		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
 		if (bb_take_eintr()) {

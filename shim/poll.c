@@ -51,9 +51,12 @@ static int left_ms(int64_t deadline)
 }
 
 /* wait until any of the pollfds may be ready; 0 go ask the kernel again,
- * ETIMEDOUT, EPERM (cannot watch one of them: block in the kernel) */
+ * ETIMEDOUT, EPERM (block in the kernel: one of them cannot be watched, or
+ * the caller is the process's only thread, bb_alone) */
 static int wait_pollfds(const struct pollfd *fds, nfds_t n, int64_t deadline)
 {
+	if (bb_alone())
+		return EPERM;
 	int stackfd[32] = {0}; /* (quiets a false maybe-uninitialized) */
 	short stackev[32] = {0};
 	int *fd = n <= 32 ? stackfd : malloc(n * sizeof *fd);
@@ -96,10 +99,6 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
-		/* the only thread of the process: it waits in the kernel, as
-		 * read and write do (io.c) */
-		if (bb_nlive() == 1)
-			WAIT_IN_SYSCALL(REAL(poll)(fds, n, left_ms(deadline)));
 		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(fds, n, deadline);
 		if (handler_ran())
@@ -156,25 +155,6 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 			return k;
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
-		if (bb_nlive() == 1) {
-			/* the only thread: in the kernel, as poll (the zero-time
-			 * select emptied the sets) */
-			if (r)
-				*r = r0;
-			if (w)
-				*w = w0;
-			if (e)
-				*e = e0;
-			int64_t left = deadline == 0 ? 0 : deadline - bb_nanotime();
-			if (left < 0)
-				left = 0;
-			struct timeval tv = {left / 1000000000, (left % 1000000000 + 999) / 1000};
-			if (tv.tv_usec >= 1000000) {
-				tv.tv_sec++;
-				tv.tv_usec -= 1000000;
-			}
-			WAIT_IN_SYSCALL(REAL(select)(nfds, r, w, e, deadline == 0 ? NULL : &tv));
-		}
 		struct pollfd stackp[64];
 		struct pollfd *p = nfds <= 64 ? stackp : malloc((size_t)nfds * sizeof *p);
 		if (p == NULL) {

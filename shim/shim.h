@@ -165,6 +165,7 @@ static inline bb_g *bb_g_of(pthread_t th)
 void bb_tsd_run_destructors(bb_g *gp);
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
 bool bb_redirect_main_unwind(bb_g *gp);         /* cancel.c */
+void bb_clone_child(uint64_t flags);             /* exec.c: first thing in a clone child */
 
 /* a cancellation point: act on a pending pthread_cancel (cancel.c) */
 void bb_testcancel_slow(void);
@@ -186,7 +187,7 @@ static inline void bb_testcancel(void)
 	/* struct pthread.cancelhandling: CANCELED (8) set, and not disabled (1),
 	 * exiting (16) or terminated (32) */
 	int ch;
-	__asm__ volatile("movl %%fs:776, %0" : "=r"(ch));
+	__asm__ volatile("movl %%fs:%c1, %0" : "=r"(ch) : "i"(BB_OFF_CANCELHANDLING));
 	if (__builtin_expect((ch & (1 | 8 | 16 | 32)) == 8, 0))
 		bb_testcancel_slow();
 }

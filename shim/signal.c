@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <string.h>
 
-#define GLIBC_INTERNAL ((1ull << (32 - 1)) | (1ull << (33 - 1)))
 
 static int change(int how, const sigset_t *set, sigset_t *old)
 {
@@ -35,7 +34,7 @@ static int change(int how, const sigset_t *set, sigset_t *old)
 		default:
 			return EINVAL;
 		}
-		cur &= ~GLIBC_INTERNAL;
+		cur &= ~BB_GLIBC_SIGNALS;
 	}
 	if (old) {
 		sigemptyset(old);

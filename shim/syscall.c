@@ -93,15 +93,10 @@ static bool blocking_nr(long n)
 }
 
 /* clone and clone3 made through syscall(), the fork-like way (no new stack:
- * the child returns from this call, on its copy of the caller's stack).
- * stress-ng makes hundreds of children so. Without CLONE_VM the child is a
- * process of one thread and none of fork's handlers ran, so, as for
- * clone() in exec.c, it runs natively. With CLONE_VM and without a TLS of
- * its own (vfork-like) it shares bobbin's memory with the parent: it takes
- * bb_nom as its M, so that what it calls runs natively and touches nothing
- * of the runtime. (It used to run as its parent's M, and stayed asleep in
- * the scheduler for ever.) A child given a stack of its own cannot return
- * through this function, natively either: it is not looked at. */
+ * the child returns from this call, on its copy of the caller's stack), as
+ * stress-ng makes hundreds of children: the child steps aside as clone()'s
+ * do (bb_clone_child, exec.c). A child given a stack of its own cannot
+ * return through this function, natively either: it is not looked at. */
 static long raw_clone(long n, long a1, long a2, long a3, long a4, long a5)
 {
 	long r = bb_rawsyscall6(n, a1, a2, a3, a4, a5, 0);
@@ -114,12 +109,8 @@ static long raw_clone(long n, long a1, long a2, long a3, long a4, long a5)
 	/* the child: the kernel read the arguments, so they are readable */
 	uint64_t flags = n == SYS_clone3 ? ((struct clone_args *)a1)->flags : (uint64_t)a1;
 	uint64_t stack = n == SYS_clone3 ? ((struct clone_args *)a1)->stack : (uint64_t)a2;
-	if (stack != 0)
-		return 0;
-	if (!(flags & CLONE_VM))
-		bb_active = false; /* this process's own copy */
-	else if (!(flags & CLONE_SETTLS))
-		bb_setgsbase((uintptr_t)&bb_nom);
+	if (stack == 0)
+		bb_clone_child(flags);
 	return 0;
 }
 
