@@ -41,6 +41,8 @@ void (*bb_async_cancel_hook)(void);
 
 void bb_asyncpreempt(void);
 
+enum { ASYNC_PREEMPT = 1, ASYNC_SIGNAL = 2 }; /* gp->async_why */
+
 /* The code of every loaded object, found at start-up and again after each
  * dlopen: the program's (preemptible) and the excluded ones (libc, ld.so,
  * bobbin, the vDSO, libgcc_s, BOBBIN_NOPREEMPT). Append-only: an entry is
@@ -198,34 +200,56 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		detach_p(mp, gp, pc, sp);
 		return;
 	}
-	/* a pthread_kill for the G running here: run the program's handler
-	 * now, on this G, nested in this signal's context */
-	if (gp != NULL && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
-	    atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning &&
+	/* a pthread_kill for the G running here: its handler runs on the G
+	 * as a call bb_asyncpreempt makes, out of this signal's context (a
+	 * handler that waits parks the G like any other wait). Anywhere in the
+	 * program's code, as the kernel would run it, but never while bobbin's
+	 * own code is on the stack: it takes the signal when it leaves. */
+	unsigned why = 0;
+	bool running = gp != NULL &&
+		       atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning;
+	if (running && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
 	    !in_bobbin(pc) && !bb_rt_live(gp, sp))
-		bb_sigpoke_hook();
-	/* an asynchronous pthread_cancel: the G takes the same way out as a
-	 * preemption (bb_asyncpreempt2 acts on it) */
-	bool cancel = gp != NULL && bb_async_cancel_hook && bb_async_cancel_due(gp);
-	if (gp == NULL || (!gp->preempt && !cancel))
+		why |= ASYNC_SIGNAL;
+	/* preemption, or an asynchronous pthread_cancel (it takes the same way
+	 * out: bb_asyncpreempt2 acts on it), only at a safe point */
+	if (running && (gp->preempt || (bb_async_cancel_hook && bb_async_cancel_due(gp)))) {
+		if (gp->libclocks == 0 && safe_pc(pc))
+			why |= ASYNC_PREEMPT;
+		else
+			atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
+	}
+	if (why == 0)
 		return;
 	/* room for the red zone, the saves and the scheduler's frames */
 	uintptr_t need = 128 + 8 + 17 * 8 + bb_xsave_size + 64 + 16 * 1024;
-	if (gp->libclocks > 0 || atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning ||
-	    !safe_pc(pc) || sp > gp->stack_hi || sp < gp->stack_lo + need) {
+	if (sp > gp->stack_hi || sp < gp->stack_lo + need) {
 		atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
 		return;
 	}
+	gp->async_why = (uint8_t)why;
 	sp -= 128 + 8; /* skip the red zone; push the interrupted pc */
 	*(uint64_t *)sp = pc;
 	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)bb_asyncpreempt;
-	atomic_fetch_add_explicit(&bb_stats_.preempt_async, 1, memory_order_relaxed);
+	if (why & ASYNC_PREEMPT)
+		atomic_fetch_add_explicit(&bb_stats_.preempt_async, 1, memory_order_relaxed);
+	if (why & ASYNC_SIGNAL)
+		atomic_fetch_add_explicit(&bb_stats_.signals_async, 1, memory_order_relaxed);
 }
 
 /* called by bb_asyncpreempt on the G, every register saved */
 void bb_asyncpreempt2(void)
 {
+	bb_g *gp = bb_getg();
+	unsigned why = gp->async_why;
+	gp->async_why = 0;
+	/* the program's handlers for pthread_kill, with every register of
+	 * the code they interrupted saved below */
+	if (why & ASYNC_SIGNAL)
+		bb_sigpoke_hook();
+	if (!(why & ASYNC_PREEMPT))
+		return;
 	/* cancelled asynchronously: glibc unwinds from here, through
 	 * bb_asyncpreempt's frame (a signal frame to unwinders) into the code
 	 * it interrupted; also if the cancel came while it waited its turn */

@@ -185,6 +185,7 @@ struct bb_g {
 	bool rt_nested;      /* the latest interposed call was nested (bb_rt_mark) */
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
+	uint8_t async_why;   /* what the SIGURG handler sent it to bb_asyncpreempt for */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
@@ -537,6 +538,7 @@ typedef struct bb_stats {
 	_Atomic uint64_t preempt_async;     /* the handler found a safe point */
 	_Atomic uint64_t preempt_refused;   /* the handler found an unsafe one */
 	_Atomic uint64_t preempt_coop;      /* yielded at an interposed call */
+	_Atomic uint64_t signals_async;     /* pthread_kill handlers run at once on a running G */
 	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
 	_Atomic uint64_t stuck_detached;    /* Ps taken from Ms stuck in unseen calls */
 	_Atomic uint64_t steals;            /* successful steals from another P */
@@ -683,7 +685,7 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
-extern void (*bb_sigpoke_hook)(void);        /* preempt.c's handler calls it */
+extern void (*bb_sigpoke_hook)(void);        /* bb_asyncpreempt2 calls it (ASYNC_SIGNAL) */
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);

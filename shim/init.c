@@ -50,7 +50,8 @@ static void print_stats(void)
 		  "  preempt signals sent     %llu\n"
 		  "  preempted at signal      %llu\n"
 		  "  refused (unsafe point)   %llu\n"
-		  "  preempted at a call      %llu\n",
+		  "  preempted at a call      %llu\n"
+		  "  signals to running threads %llu\n",
 		  bb_gomaxprocs, (long long)created,
 		  atomic_load(&bb_sched_.nthreadsmax), atomic_load(&bb_sched_.mcount),
 		  (unsigned long long)switches, (unsigned long long)atomic_load(&st->steals),
@@ -63,7 +64,8 @@ static void print_stats(void)
 		  (unsigned long long)atomic_load(&st->preempt_signals),
 		  (unsigned long long)atomic_load(&st->preempt_async),
 		  (unsigned long long)atomic_load(&st->preempt_refused),
-		  (unsigned long long)atomic_load(&st->preempt_coop));
+		  (unsigned long long)atomic_load(&st->preempt_coop),
+		  (unsigned long long)atomic_load(&st->signals_async));
 	bb_printf("  parks by reason:");
 	for (unsigned i = 0; i < sizeof reasons / sizeof *reasons; i++) {
 		uint64_t n = parks[i];

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 
 static int change(int how, const sigset_t *set, sigset_t *old)
@@ -86,7 +87,8 @@ BB_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 /* ---- signals sent to one thread ----
  *
  * pthread_kill to another G: a G running on an M is poked with bobbin's
- * signal and runs the handler there (preempt.c); a G in a blocking call
+ * signal, whose handler makes it call the program's handler on its own
+ * stack, out of the signal's context (preempt.c, ASYNC_SIGNAL); a G in a blocking call
  * gets the real signal on its M, which interrupts the call as the kernel
  * would; a parked G keeps it pending, is woken from a cancellable wait, and
  * runs the handler on itself at its next interposed call. A handler without
@@ -179,7 +181,13 @@ void bb_deliver_signals(void)
 				si.si_pid = getpid();
 				si.si_uid = getuid();
 			}
-			((void (*)(int, siginfo_t *, void *))ka.handler)(sig, &si, NULL);
+			/* the third argument is never NULL from the kernel: a
+			 * context of this point, with the mask the G had */
+			ucontext_t uc;
+			getcontext(&uc);
+			sigemptyset(&uc.uc_sigmask);
+			memcpy(&uc.uc_sigmask, &saved, sizeof saved);
+			((void (*)(int, siginfo_t *, void *))ka.handler)(sig, &si, &uc);
 		} else {
 			((void (*)(int))ka.handler)(sig);
 		}
