@@ -202,9 +202,18 @@ static int retake(int64_t now)
 {
 	int n = 0;
 	repreempt = waiting = false;
+	/* the process's only thread is never preempted: no other thread
+	 * waits for its P (timers, the poller and signals all belong to it),
+	 * and the signal would only interrupt its system calls that are
+	 * never restarted (epoll_wait, poll) with EINTR */
+	bool alone = bb_nlive() == 1;
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 		bb_p *pp = bb_allp[i];
 		uint32_t status = atomic_load_explicit(&pp->status, memory_order_acquire);
+		if (status == Prunning && alone) {
+			pd[i].switchwhen = 0; /* looked at afresh once another G exists */
+			continue;
+		}
 		if (status == Prunning) {
 			/* the same G for a whole time slice: ask it to yield */
 			uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);

@@ -378,6 +378,33 @@ BB_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 	return accept4(fd, addr, addrlen, 0);
 }
 
+/* A non-blocking connect to a Unix-domain listener whose backlog is full
+ * fails with EAGAIN; a blocking one waits in the kernel for room, and no
+ * readiness of our socket tells when there is. Try again after a pause
+ * that doubles from 20 µs to 2 ms, as long as SO_SNDTIMEO allows (then
+ * EAGAIN, as the kernel's timed-out connect); a handler without SA_RESTART
+ * ends the wait with EINTR, as it ends the kernel's. */
+static int connect_when_room(int fd, const struct sockaddr *addr, socklen_t len, bb_pd *pd)
+{
+	int64_t deadline = deadline_of(pd, WR), pause = 20000;
+	for (;;) {
+		int64_t until = bb_nanotime() + pause;
+		if (deadline && until > deadline)
+			until = deadline;
+		bb_sleep_until(until);
+		bb_testcancel();
+		if (bb_take_eintr()) {
+			errno = EINTR;
+			return -1;
+		}
+		int r = REAL(connect)(fd, addr, len);
+		if (r == 0 || errno != EAGAIN || (deadline && bb_nanotime() >= deadline))
+			return r;
+		if (pause < 2000000)
+			pause *= 2;
+	}
+}
+
 /* connect on a socket the program sees as blocking: a non-blocking connect,
  * then wait for writability and read the outcome from SO_ERROR */
 BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -396,6 +423,10 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int saved = errno;
 	bb_testcancel();
 	int r = REAL(connect)(fd, addr, len);
+	if (r != 0 && errno == EAGAIN)
+		r = connect_when_room(fd, addr, len, pd);
+	if (r == 0)
+		errno = saved;
 	if (r == 0 || errno != EINPROGRESS)
 		return r;
 	int err = bb_netpoll_wait(fd, WR, deadline_of(pd, WR));
