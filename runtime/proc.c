@@ -436,7 +436,10 @@ top:;
 	if (gp)
 		return gp;
 	/* expired timers, ours and other Ps' (a busy P's G may run long) */
-	if (run_all_timers(pp)) {
+	mp->runs_next = true;
+	int fired = run_all_timers(pp);
+	mp->runs_next = false;
+	if (fired) {
 		gp = bb_runqget(pp, inherit_time);
 		if (gp)
 			return gp;
@@ -594,8 +597,11 @@ top:;
 	bb_g *gp = NULL;
 	bool inherit = false;
 	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
-	if (t0 != 0)
+	if (t0 != 0) {
+		mp->runs_next = true;
 		bb_runtimers(pp, bb_nanotime());
+		mp->runs_next = false;
+	}
 	/* Gs that keep readying each other run from runnext and share one time
 	 * slice; once it is used up, the runnext G waits its turn at the tail of
 	 * the ring like everyone else (Go bounds this with sysmon's 10 ms
@@ -749,6 +755,11 @@ static void ready(bb_g *gp, bool next)
 		bb_trace_ready(mp->p, mp->curg, gp);
 	if (mp && mp->p) {
 		bb_runqput(mp->p, gp, next);
+		/* this M runs timers on g0 and takes its P's next G right
+		 * after: a G that is the only one queued here needs no other M
+		 * (a lone thread's every sleep woke a spinning M for nothing) */
+		if (mp->runs_next && next && mp->curg == NULL && bb_runqlen(mp->p) == 0)
+			return;
 	} else {
 		bb_lock_acquire(&bb_sched_.lock);
 		bb_globrunqput(gp);

@@ -243,6 +243,7 @@ struct bb_m {
 	bb_p *nextp;              /* P handed over by startm, taken at wake-up */
 	int64_t id;
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
+	bool runs_next;           /* on g0, about to take its P's next G itself (runs timers) */
 	bb_note park;             /* idle Ms sleep here */
 	bb_p *oldp;               /* the P left in Psyscall by entersyscall */
 	int64_t syscallstart;     /* for the trace */

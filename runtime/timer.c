@@ -124,9 +124,13 @@ bool bb_addtimer(bb_timer *t)
 	if (sleeper != NULL) {
 		if (t->when < atomic_load(&bb_sched_.sleepuntil))
 			bb_timer_kick();
-	} else {
+	} else if (bb_nlive() != 1) {
 		bb_wakep();
 	}
+	/* else the process's only G arms its own timer as it parks (every
+	 * caller does): its M finds nothing else to run and becomes the timer
+	 * sleeper itself (or, pinned, runs the timer as it waits), so waking
+	 * another M to sleep until the timer would be for nothing */
 	return true;
 }
 
