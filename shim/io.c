@@ -55,6 +55,25 @@ static int64_t deadline_of(bb_pd *pd, int mode)
 	return to > 0 ? bb_nanotime() + to : 0;
 }
 
+/* A wait for room that no readiness announces (see connect_when_room and
+ * do_io's datagram case): sleep a pause that doubles from 20 µs to 2 ms
+ * (*pause starts at 0), never past the deadline (0: none). 0 to try again,
+ * EINTR if a handler without SA_RESTART ran, ETIMEDOUT at the deadline. */
+static int pause_for_room(int64_t *pause, int64_t deadline)
+{
+	*pause = *pause == 0 ? 20000 : *pause < 2000000 ? *pause * 2 : *pause;
+	int64_t until = bb_nanotime() + *pause;
+	if (deadline && until > deadline)
+		until = deadline;
+	bb_sleep_until(until);
+	bb_testcancel();
+	if (bb_take_eintr())
+		return EINTR;
+	if (deadline && bb_nanotime() >= deadline)
+		return ETIMEDOUT;
+	return 0;
+}
+
 /* one attempt that never blocks the M, or -2 meaning "not ready: wait" */
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
@@ -98,7 +117,8 @@ static ssize_t do_io(ioreq *r)
 		return blocking_call(r);
 	}
 	int saved = errno;
-	int64_t deadline = deadline_of(pd, r->mode);
+	int64_t deadline = deadline_of(pd, r->mode), pause = 0;
+	int lies = 0, dgram = -1; /* readiness reported, and still it would block */
 	for (;;) {
 		bb_testcancel();
 		ssize_t n = attempt(pd, r);
@@ -106,6 +126,18 @@ static ssize_t do_io(ioreq *r)
 			if (n >= 0)
 				errno = saved;
 			return kick_peer(pd, r, n);
+		}
+		/* a socket that keeps saying it is writable while its sends fail
+		 * with EAGAIN (an unconnected Unix datagram socket whose receiver
+		 * is full: readiness is about our own buffer): wait by pauses
+		 * doubling from 20 µs to 2 ms instead of spinning on readiness */
+		if (lies >= 2) {
+			int err = pause_for_room(&pause, deadline);
+			if (err) {
+				errno = err == EINTR ? EINTR : EAGAIN;
+				return -1;
+			}
+			continue;
 		}
 		/* the process's only thread waits in the kernel (bb_alone);
 		 * not where bobbin made the fd non-blocking for real (that call
@@ -116,6 +148,16 @@ static ssize_t do_io(ioreq *r)
 		if (bb_take_eintr()) {
 			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
 			return -1;
+		}
+		if (err == 0 && r->mode == WR && pd->kind == BB_FD_SOCKET) {
+			if (dgram < 0) { /* a stream's readiness does not lie */
+				int type = 0;
+				socklen_t tl = sizeof type;
+				dgram = bb_rawsyscall6(SYS_getsockopt, r->fd, SOL_SOCKET, SO_TYPE,
+						       (long)&type, (long)&tl, 0) == 0 &&
+					type == SOCK_DGRAM;
+			}
+			lies += dgram;
 		}
 		if (err == ETIMEDOUT) {
 			errno = EAGAIN; /* SO_RCVTIMEO/SO_SNDTIMEO expired */
@@ -386,22 +428,16 @@ BB_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
  * ends the wait with EINTR, as it ends the kernel's. */
 static int connect_when_room(int fd, const struct sockaddr *addr, socklen_t len, bb_pd *pd)
 {
-	int64_t deadline = deadline_of(pd, WR), pause = 20000;
+	int64_t deadline = deadline_of(pd, WR), pause = 0;
 	for (;;) {
-		int64_t until = bb_nanotime() + pause;
-		if (deadline && until > deadline)
-			until = deadline;
-		bb_sleep_until(until);
-		bb_testcancel();
-		if (bb_take_eintr()) {
+		int err = pause_for_room(&pause, deadline);
+		if (err == EINTR) {
 			errno = EINTR;
 			return -1;
 		}
 		int r = REAL(connect)(fd, addr, len);
-		if (r == 0 || errno != EAGAIN || (deadline && bb_nanotime() >= deadline))
-			return r;
-		if (pause < 2000000)
-			pause *= 2;
+		if (r == 0 || errno != EAGAIN || err == ETIMEDOUT)
+			return r; /* at the deadline: the kernel's EAGAIN */
 	}
 }
 
