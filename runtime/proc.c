@@ -758,8 +758,9 @@ static void ready(bb_g *gp, bool next)
 		/* this M runs timers on g0 and takes its P's next G right
 		 * after: a G that is the only one queued here needs no other M
 		 * (a lone thread's every sleep woke a spinning M for nothing) */
-		if (mp->runs_next && next && mp->curg == NULL && bb_runqlen(mp->p) == 0)
-			return;
+		if (mp->runs_next && next && mp->curg == NULL && bb_runqlen(mp->p) == 0 &&
+		    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
+			return; /* (with a global G, the 61st tick could run that first) */
 	} else {
 		bb_lock_acquire(&bb_sched_.lock);
 		bb_globrunqput(gp);
