@@ -170,6 +170,9 @@ struct bb_g {
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
 	_Atomic uint64_t sigpending; /* signals sent to this thread (pthread_kill), not yet run */
+	bb_lock sigqlock;    /* pthread_sigqueue's values for sigpending signals */
+	uint8_t nsigq;
+	struct bb_sigq { int sig, pid, uid; uint64_t value; } sigq[8];
 	/* process signals sysmon chose this G to take (sysmon.c): kept
 	 * blocked on its M until it dequeues them itself (bb_deliver_signals) */
 	_Atomic uint64_t procsig;

@@ -114,6 +114,59 @@ static bool default_ignores(int sig)
 	return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
+/* pthread_sigqueue's values wait here until their signal is taken: one per
+ * signal sent, in order (a real-time signal queues every instance, as the
+ * kernel's do; a standard one already pending is merged). */
+static bool take_queued(bb_g *gp, int sig, siginfo_t *si)
+{
+	bool found = false, more = false;
+	bb_lock_acquire(&gp->sigqlock);
+	for (int i = 0; i < gp->nsigq; i++) {
+		if (gp->sigq[i].sig != sig)
+			continue;
+		if (found) {
+			more = true;
+			break;
+		}
+		memset(si, 0, sizeof *si);
+		si->si_signo = sig;
+		si->si_code = SI_QUEUE;
+		si->si_pid = gp->sigq[i].pid;
+		si->si_uid = (uid_t)gp->sigq[i].uid;
+		memcpy(&si->si_value, &gp->sigq[i].value, sizeof si->si_value);
+		memmove(&gp->sigq[i], &gp->sigq[i + 1], (size_t)(gp->nsigq - i - 1) * sizeof gp->sigq[0]);
+		gp->nsigq--;
+		found = true;
+		i--;
+	}
+	if (more) /* the next instance is delivered on its own */
+		atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+	bb_lock_release(&gp->sigqlock);
+	return found;
+}
+
+/* Take one signal of want sent to this thread (pthread_kill,
+ * pthread_sigqueue) for sigwait and friends: its number, or 0. */
+static int take_own(bb_g *gp, uint64_t want, siginfo_t *si)
+{
+	for (;;) {
+		uint64_t own = atomic_load(&gp->sigpending) & want;
+		if (own == 0)
+			return 0;
+		int sig = __builtin_ctzll(own) + 1;
+		if (!(atomic_fetch_and(&gp->sigpending, ~BB_SIGBIT(sig)) & BB_SIGBIT(sig)))
+			continue; /* taken meanwhile */
+		if (!take_queued(gp, sig, si)) {
+			memset(si, 0, sizeof *si);
+			si->si_signo = sig;
+			si->si_code = SI_USER; /* glibc folds the kernel's SI_TKILL into it */
+			si->si_pid = getpid();
+			si->si_uid = getuid();
+		}
+		return sig;
+	}
+}
+
 /* A process signal sysmon gave this G: dequeue it from the process's
  * pending set (it is blocked on our M until now), with its siginfo. False
  * if another thread took it first (an M running a G that takes it). */
@@ -139,6 +192,7 @@ void bb_deliver_signals(void)
 		if (own) {
 			sig = __builtin_ctzll(own) + 1;
 			atomic_fetch_and(&gp->sigpending, ~(1ull << (sig - 1)));
+			have_si = take_queued(gp, sig, &si);
 		} else {
 			sig = __builtin_ctzll(proc) + 1;
 			have_si = take_process_signal(sig, &si);
@@ -211,6 +265,21 @@ void bb_signal_init(void)
 	bb_sigpoke_hook = poke;
 }
 
+/* Make sig pending for gp, which is not in a system call on its M: a
+ * running G takes it at once (the preemption signal makes it call the
+ * handler, preempt.c) or at its next call into bobbin, a parked one is
+ * woken to run it. */
+static void post_signal(bb_g *gp, uint32_t st, int sig)
+{
+	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+	bb_m *mp = gp->m;
+	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
+		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+	/* parked, or about to park (still running, it may be past its last
+	 * look at sigpending): let it wake and run the handler */
+	bb_interrupt(gp, BB_WAKE_SIGNAL);
+}
+
 BB_EXPORT int pthread_kill(pthread_t th, int sig)
 {
 	static int (*real)(pthread_t, int);
@@ -232,11 +301,169 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 		long r = bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, sig, 0, 0, 0);
 		return r < 0 ? (int)-r : 0;
 	}
-	atomic_fetch_or(&gp->sigpending, 1ull << (sig - 1));
-	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
-	/* parked, or about to park (still running, it may be past its last
-	 * look at sigpending): let it wake and run the handler */
-	bb_interrupt(gp, BB_WAKE_SIGNAL);
+	post_signal(gp, st, sig);
+	return 0;
+}
+
+/* pthread_sigqueue: pthread_kill with a value (SI_QUEUE). glibc's would
+ * send it to the kernel thread its TCB names, which a green thread has not
+ * got (ESRCH, and the signal lost). */
+BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+	static int (*real)(pthread_t, int, const union sigval);
+	if (real == NULL)
+		real = (int (*)(pthread_t, int, const union sigval))dlsym(RTLD_NEXT,
+									 "pthread_sigqueue");
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL)
+		return real(th, sig, value);
+	if (sig < 0 || sig > 64 || (sig > 0 && (BB_SIGBIT(sig) & BB_GLIBC_SIGNALS)))
+		return EINVAL; /* glibc keeps its own signals to itself */
+	uint32_t st = atomic_load(&gp->status);
+	if (st == Gdead || sig == 0)
+		return 0;
+	siginfo_t info;
+	memset(&info, 0, sizeof info);
+	info.si_signo = sig;
+	info.si_code = SI_QUEUE;
+	info.si_pid = getpid();
+	info.si_uid = getuid();
+	info.si_value = value;
+	bb_m *mp = gp->m;
+	bool self = bb_on_g() && gp == bb_getg();
+	if (self)
+		mp = bb_getm();
+	if ((self || st == Gsyscall) && mp && mp->tid > 0) {
+		/* itself, or blocked in the kernel on its M: the kernel's queue */
+		long r = bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&info, 0, 0);
+		return r < 0 ? (int)-r : 0;
+	}
+	bb_lock_acquire(&gp->sigqlock);
+	bool merged = sig < SIGRTMIN && (atomic_load(&gp->sigpending) & BB_SIGBIT(sig));
+	if (!merged && gp->nsigq == sizeof gp->sigq / sizeof gp->sigq[0]) {
+		bb_lock_release(&gp->sigqlock);
+		return EAGAIN; /* as the kernel's queue limit answers */
+	}
+	if (!merged) {
+		struct bb_sigq *q = &gp->sigq[gp->nsigq++];
+		q->sig = sig;
+		q->pid = info.si_pid;
+		q->uid = (int)info.si_uid;
+		memcpy(&q->value, &value, sizeof value);
+	}
+	bb_lock_release(&gp->sigqlock);
+	if (!merged)
+		post_signal(gp, st, sig);
+	return 0;
+}
+
+/* ---- sigwait, sigwaitinfo, sigtimedwait ----
+ *
+ * A signal pthread_kill or pthread_sigqueue sent while the thread ran is
+ * pending in bobbin (gp->sigpending), not in the kernel: the wait takes
+ * those first. Then it waits in the kernel inside entersyscall, where a
+ * signal sent meanwhile comes from the kernel; SIGURG is blocked and waited
+ * for too, so that one posted to sigpending just before the wait (the
+ * sender saw the thread still running) wakes the wait to look again. */
+static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+	static int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
+	if (real == NULL)
+		real = (int (*)(const sigset_t *, siginfo_t *, const struct timespec *))dlsym(
+			RTLD_NEXT, "sigtimedwait");
+	if (!bb_on_g())
+		return real(set, info, ts);
+	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000 || ts->tv_sec < 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	uint64_t want;
+	memcpy(&want, set, sizeof want);
+	bool urg = want & BB_SIGBIT(SIGURG); /* the program's own wait for SIGURG */
+	int64_t deadline = ts ? bb_nanotime() + ts->tv_sec * 1000000000ll + ts->tv_nsec : 0;
+	siginfo_t si;
+	for (;;) {
+		bb_testcancel();
+		bb_g *gp = bb_getg();
+		int sig = take_own(gp, want, &si);
+		if (sig) {
+			if (info)
+				*info = si;
+			return sig;
+		}
+		bb_m *mp = bb_getm();
+		uint64_t mask = gp->sigmask | atomic_load(&gp->procsig);
+		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(SIGURG));
+		sig = take_own(gp, want, &si); /* posted before SIGURG was blocked */
+		if (sig) {
+			bb_apply_sigmask(mp, mask);
+			if (info)
+				*info = si;
+			return sig;
+		}
+		sigset_t set2;
+		memcpy(&set2, set, sizeof set2);
+		sigaddset(&set2, SIGURG);
+		struct timespec left, *lp = NULL;
+		if (ts) {
+			int64_t l = deadline - bb_nanotime();
+			if (l < 0)
+				l = 0;
+			left.tv_sec = l / 1000000000;
+			left.tv_nsec = l % 1000000000;
+			lp = &left;
+		}
+		bb_entersyscall();
+		gp->in_cancel_call = true;
+		int r = real(&set2, &si, lp);
+		gp->in_cancel_call = false;
+		int e = errno;
+		bb_exitsyscall();
+		bb_apply_sigmask(bb_getm(), bb_getg()->sigmask | atomic_load(&bb_getg()->procsig));
+		if (r == SIGURG && !urg)
+			continue; /* a pthread_kill posted meanwhile (or a stray poke) */
+		if (r > 0 && info)
+			*info = si;
+		errno = e;
+		return r;
+	}
+}
+
+BB_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+	return wait_signal(set, info, ts);
+}
+
+BB_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	return wait_signal(set, info, NULL);
+}
+
+/* what is pending for the thread: the kernel's, and what pthread_kill and
+ * pthread_sigqueue left in bobbin for it */
+BB_EXPORT int sigpending(sigset_t *set)
+{
+	static int (*real)(sigset_t *);
+	if (real == NULL)
+		real = (int (*)(sigset_t *))dlsym(RTLD_NEXT, "sigpending");
+	int r = real(set);
+	if (r == 0 && bb_on_g()) {
+		uint64_t k;
+		memcpy(&k, set, sizeof k);
+		k |= atomic_load(&bb_getg()->sigpending);
+		memcpy(set, &k, sizeof k);
+	}
+	return r;
+}
+
+BB_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	int r;
+	do
+		r = wait_signal(set, NULL, NULL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno;
+	*sig = r;
 	return 0;
 }

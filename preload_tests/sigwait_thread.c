@@ -1,0 +1,223 @@
+/* sigwait_thread — signals sent to one thread (pthread_kill,
+ * pthread_sigqueue) that the thread takes with sigwait, sigwaitinfo or
+ * sigtimedwait, and pthread_sigqueue's values.
+ *
+ * Natively the kernel queues a thread-directed signal on that thread; one
+ * the thread blocks stays pending until it waits for it. Under bobbin a
+ * signal sent while the green thread runs is pending in bobbin, not in the
+ * kernel, and glibc's pthread_sigqueue would aim at a kernel thread the
+ * green thread has not got.
+ *
+ * Probes, each printing what it saw (the same natively and under bobbin):
+ *  1. pthread_kill(SIGUSR1) while the target runs with it blocked: its
+ *     sigpending shows it, and sigwait then returns it;
+ *  2. pthread_sigqueue(SIGUSR2, 42) to a thread already in sigwaitinfo:
+ *     SI_QUEUE and 42;
+ *  3. three pthread_sigqueue(SIGRTMIN) with 1, 2, 3 while it runs with it
+ *     blocked: three sigwaitinfo give 1, 2, 3 in order;
+ *  4. two pthread_sigqueue(SIGUSR1) while blocked: one wait gets it, a
+ *     second sigtimedwait with a zero timeout gets EAGAIN (merged);
+ *  5. pthread_sigqueue(SIGUSR2, 7) to a thread running with a handler: the
+ *     handler sees SI_QUEUE and 7, on that thread;
+ *  6. sigtimedwait with nothing sent, 30 ms: EAGAIN;
+ *  7. pthread_sigqueue of glibc's cancellation signal: EINVAL.
+ * The whole round runs 50 times (probes 1-5) to catch a signal posted just
+ * as the target enters its wait.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+#define ROUNDS 50
+
+static atomic_int stage, ack;
+static pthread_t target;
+static atomic_int h_code, h_value, h_on_target;
+
+static void wait_stage(int s)
+{
+    while (atomic_load(&stage) != s)
+        sched_yield();
+}
+
+static void on_usr2(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    atomic_store(&h_code, si->si_code);
+    atomic_store(&h_value, si->si_value.sival_int);
+    atomic_store(&h_on_target, pthread_equal(pthread_self(), target));
+}
+
+struct result {
+    int p1_sig, p1_pending;
+    int p2_sig, p2_code, p2_value;
+    int p3_values[3];
+    int p4_first, p4_second, p4_errno;
+};
+
+static struct result res[ROUNDS];
+static int round_no;
+
+static void *victim(void *arg)
+{
+    (void)arg;
+    sigset_t m;
+    sigemptyset(&m);
+    sigaddset(&m, SIGUSR1);
+    sigaddset(&m, SIGUSR2);
+    sigaddset(&m, SIGRTMIN);
+    pthread_sigmask(SIG_BLOCK, &m, NULL);
+    for (round_no = 0; round_no < ROUNDS; round_no++) {
+        struct result *r = &res[round_no];
+        /* 1 */
+        atomic_store(&ack, 1);
+        wait_stage(1); /* main has sent SIGUSR1 by now */
+        sigset_t w;
+        sigemptyset(&w);
+        sigaddset(&w, SIGUSR1);
+        sigset_t pend;
+        sigpending(&pend);
+        r->p1_pending = sigismember(&pend, SIGUSR1);
+        int s = 0;
+        r->p1_sig = sigwait(&w, &s) == 0 ? s : -1;
+        /* 2: main queues SIGUSR2 once we are (probably) waiting */
+        sigemptyset(&w);
+        sigaddset(&w, SIGUSR2);
+        atomic_store(&ack, 2);
+        siginfo_t si;
+        r->p2_sig = sigwaitinfo(&w, &si);
+        r->p2_code = si.si_code;
+        r->p2_value = si.si_value.sival_int;
+        /* 3 */
+        atomic_store(&ack, 3);
+        wait_stage(3);
+        sigemptyset(&w);
+        sigaddset(&w, SIGRTMIN);
+        for (int k = 0; k < 3; k++)
+            r->p3_values[k] = sigwaitinfo(&w, &si) == SIGRTMIN ? si.si_value.sival_int : -1;
+        /* 4 */
+        atomic_store(&ack, 4);
+        wait_stage(4);
+        sigemptyset(&w);
+        sigaddset(&w, SIGUSR1);
+        r->p4_first = sigwaitinfo(&w, &si);
+        struct timespec zero = {0, 0};
+        r->p4_second = sigtimedwait(&w, &si, &zero);
+        r->p4_errno = errno;
+        /* 5: SIGUSR2 unblocked, with a handler, while we run */
+        sigemptyset(&w);
+        sigaddset(&w, SIGUSR2);
+        atomic_store(&h_code, 0);
+        pthread_sigmask(SIG_UNBLOCK, &w, NULL);
+        atomic_store(&ack, 5);
+        while (atomic_load(&h_code) == 0)
+            ; /* no call: the handler must come to us */
+        pthread_sigmask(SIG_BLOCK, &w, NULL);
+        atomic_store(&ack, 6);
+        wait_stage(6);
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_usr2;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    sigset_t all;
+    sigemptyset(&all);
+    sigaddset(&all, SIGUSR1);
+    sigaddset(&all, SIGRTMIN);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* main never takes them */
+
+    REQUIRE(pthread_create(&target, NULL, victim, NULL) == 0, "pthread_create");
+    int ok5 = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        while (atomic_load(&ack) != 1)
+            sched_yield();
+        CHECK(pthread_kill(target, SIGUSR1) == 0, "pthread_kill");
+        atomic_store(&stage, 1);
+        while (atomic_load(&ack) != 2)
+            sched_yield();
+        if (i % 2)
+            usleep(1000); /* sometimes surely in the wait, sometimes just entering */
+        union sigval v = {.sival_int = 42};
+        CHECK(pthread_sigqueue(target, SIGUSR2, v) == 0, "sigqueue USR2");
+        while (atomic_load(&ack) != 3)
+            sched_yield();
+        for (int k = 1; k <= 3; k++) {
+            v.sival_int = k;
+            CHECK(pthread_sigqueue(target, SIGRTMIN, v) == 0, "sigqueue RTMIN");
+        }
+        atomic_store(&stage, 3);
+        while (atomic_load(&ack) != 4)
+            sched_yield();
+        v.sival_int = 5;
+        CHECK(pthread_sigqueue(target, SIGUSR1, v) == 0, "sigqueue USR1 a");
+        CHECK(pthread_sigqueue(target, SIGUSR1, v) == 0, "sigqueue USR1 b");
+        atomic_store(&stage, 4);
+        while (atomic_load(&ack) != 5)
+            sched_yield();
+        v.sival_int = 7;
+        CHECK(pthread_sigqueue(target, SIGUSR2, v) == 0, "sigqueue USR2 handler");
+        while (atomic_load(&ack) != 6)
+            sched_yield();
+        ok5 += atomic_load(&h_code) == SI_QUEUE && atomic_load(&h_value) == 7 &&
+               atomic_load(&h_on_target);
+        atomic_store(&ack, 0);
+        atomic_store(&stage, 6);
+    }
+    pthread_join(target, NULL);
+
+    int ok[5] = {0};
+    for (int i = 0; i < ROUNDS; i++) {
+        struct result *r = &res[i];
+        ok[0] += r->p1_sig == SIGUSR1 && r->p1_pending == 1;
+        ok[1] += r->p2_sig == SIGUSR2 && r->p2_code == SI_QUEUE && r->p2_value == 42;
+        ok[2] += r->p3_values[0] == 1 && r->p3_values[1] == 2 && r->p3_values[2] == 3;
+        ok[3] += r->p4_first == SIGUSR1 && r->p4_second == -1 && r->p4_errno == EAGAIN;
+        if (i == 0)
+            printf("round 0: sigwait %d; sigwaitinfo %d code %d value %d; rt values %d %d %d; "
+                   "merged %d then %d (%s)\n",
+                   r->p1_sig, r->p2_sig, r->p2_code, r->p2_value, r->p3_values[0],
+                   r->p3_values[1], r->p3_values[2], r->p4_first, r->p4_second,
+                   r->p4_second < 0 ? strerrorname_np(r->p4_errno) : "-");
+    }
+    ok[4] = ok5;
+    const char *names[5] = {"1. pthread_kill, sigpending shows it, then sigwait", "2. sigqueue into sigwaitinfo",
+                            "3. three real-time values in order", "4. standard signal merged",
+                            "5. handler sees SI_QUEUE and the value"};
+    for (int k = 0; k < 5; k++) {
+        printf("%s: %d of %d\n", names[k], ok[k], ROUNDS);
+        CHECK(ok[k] == ROUNDS, "%s: %d of %d", names[k], ok[k], ROUNDS);
+    }
+
+    sigset_t w;
+    sigemptyset(&w);
+    sigaddset(&w, SIGUSR1);
+    struct timespec ts = {0, 30 * 1000 * 1000};
+    siginfo_t si;
+    int r6 = sigtimedwait(&w, &si, &ts);
+    int e6 = errno;
+    printf("6. sigtimedwait with nothing sent: %d %s\n", r6, r6 < 0 ? strerrorname_np(e6) : "");
+    CHECK(r6 == -1 && e6 == EAGAIN, "sigtimedwait: %d %d", r6, e6);
+
+    union sigval v = {.sival_int = 0};
+    pthread_t self = pthread_self();
+    int r7 = pthread_sigqueue(self, SIGRTMIN - 2, v); /* glibc's SIGCANCEL */
+    printf("7. pthread_sigqueue of the cancellation signal: %s\n", strerrorname_np(r7));
+    CHECK(r7 == EINVAL, "sigqueue SIGCANCEL: %d", r7);
+    return probe_exit("sigwait_thread");
+}
