@@ -20,7 +20,10 @@
  *  5. pthread_sigqueue(SIGUSR2, 7) to a thread running with a handler: the
  *     handler sees SI_QUEUE and 7, on that thread;
  *  6. sigtimedwait with nothing sent, 30 ms: EAGAIN;
- *  7. pthread_sigqueue of glibc's cancellation signal: EINVAL.
+ *  7. pthread_sigqueue of glibc's cancellation signal: EINVAL;
+ *  8. pthread_kill(SIGUSR2) to a thread running with it blocked, which then
+ *     calls sigsuspend with an empty mask: the handler runs on it and
+ *     sigsuspend returns EINTR, with SIGUSR2 blocked again after.
  * The whole round runs 50 times (probes 1-5) to catch a signal posted just
  * as the target enters its wait.
  */
@@ -127,6 +130,31 @@ static void *victim(void *arg)
     return NULL;
 }
 
+static int s8_ret, s8_errno, s8_handler, s8_blocked;
+
+/* 8: SIGUSR2 blocked, pthread_kill'd while running, then sigsuspend with
+ * an empty mask: the handler runs on the thread and it returns EINTR */
+static void *suspender(void *arg)
+{
+    (void)arg;
+    sigset_t m;
+    sigemptyset(&m);
+    sigaddset(&m, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &m, NULL);
+    atomic_store(&h_code, 0);
+    atomic_store(&ack, 8);
+    wait_stage(8);
+    sigset_t none;
+    sigemptyset(&none);
+    s8_ret = sigsuspend(&none);
+    s8_errno = errno;
+    s8_handler = atomic_load(&h_code) != 0 && atomic_load(&h_on_target);
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    s8_blocked = sigismember(&cur, SIGUSR2);
+    return NULL;
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -213,6 +241,21 @@ int main(void)
     int e6 = errno;
     printf("6. sigtimedwait with nothing sent: %d %s\n", r6, r6 < 0 ? strerrorname_np(e6) : "");
     CHECK(r6 == -1 && e6 == EAGAIN, "sigtimedwait: %d %d", r6, e6);
+
+    /* 8 */
+    atomic_store(&ack, 0);
+    atomic_store(&stage, 0);
+    REQUIRE(pthread_create(&target, NULL, suspender, NULL) == 0, "pthread_create");
+    while (atomic_load(&ack) != 8)
+        sched_yield();
+    CHECK(pthread_kill(target, SIGUSR2) == 0, "pthread_kill USR2");
+    atomic_store(&stage, 8);
+    pthread_join(target, NULL);
+    printf("8. pthread_kill then sigsuspend: returns %d (%s), handler on the thread %d, "
+           "blocked again after %d\n",
+           s8_ret, s8_errno == EINTR ? "EINTR" : "?", s8_handler, s8_blocked);
+    CHECK(s8_ret == -1 && s8_errno == EINTR && s8_handler == 1 && s8_blocked == 1,
+          "sigsuspend: %d %d %d %d", s8_ret, s8_errno, s8_handler, s8_blocked);
 
     union sigval v = {.sival_int = 0};
     pthread_t self = pthread_self();

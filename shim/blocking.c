@@ -72,4 +72,3 @@ WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, 
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), false)
 WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),
 	  (id, ops, n, ts), false)
-WRAP_NEXT(int, sigsuspend, (const sigset_t *mask), (mask), true)

@@ -439,6 +439,54 @@ BB_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 	return wait_signal(set, info, NULL);
 }
 
+/* Run, under the mask mask, the handlers of the signals sent to this thread
+ * that mask lets in; true if one ran (then sigsuspend returns EINTR). */
+static bool run_own_under(bb_g *gp, uint64_t mask)
+{
+	if (!(atomic_load(&gp->sigpending) & ~mask))
+		return false;
+	uint64_t saved = gp->sigmask;
+	gp->sigmask = mask;
+	bb_deliver_signals();
+	gp = bb_getg();
+	gp->sigmask = saved;
+	bb_apply_sigmask(bb_getm(), saved | atomic_load(&gp->procsig));
+	return true;
+}
+
+/* sigsuspend: a signal pthread_kill left pending in bobbin that the
+ * temporary mask lets in is handled at once, as the kernel would; else the
+ * kernel call, inside entersyscall. A pthread_kill that lands as the call
+ * begins pokes the M with SIGURG, which ends the call: then it is handled. */
+BB_EXPORT int sigsuspend(const sigset_t *set)
+{
+	static int (*real)(const sigset_t *);
+	if (real == NULL)
+		real = (int (*)(const sigset_t *))dlsym(RTLD_NEXT, "sigsuspend");
+	if (!bb_on_g())
+		return real(set);
+	bb_testcancel();
+	uint64_t mask;
+	memcpy(&mask, set, sizeof mask);
+	mask &= ~BB_GLIBC_SIGNALS;
+	bb_g *gp = bb_getg();
+	if (!run_own_under(gp, mask)) {
+		bb_entersyscall();
+		gp->in_cancel_call = true;
+		int r = real(set);
+		gp->in_cancel_call = false;
+		int e = errno;
+		bb_exitsyscall();
+		gp = bb_getg();
+		run_own_under(gp, mask);
+		(void)r;
+		errno = e;
+		return -1;
+	}
+	errno = EINTR;
+	return -1;
+}
+
 /* what is pending for the thread: the kernel's, and what pthread_kill and
  * pthread_sigqueue left in bobbin for it */
 BB_EXPORT int sigpending(sigset_t *set)
