@@ -23,11 +23,13 @@
  *  7. pthread_sigqueue of glibc's cancellation signal: EINVAL;
  *  8. pthread_kill(SIGUSR2) to a thread running with it blocked, which then
  *     calls sigsuspend with an empty mask: the handler runs on it and
- *     sigsuspend returns EINTR, with SIGUSR2 blocked again after.
+ *     sigsuspend returns EINTR, with SIGUSR2 blocked again after;
+ *  9. the same with ppoll (empty mask, a pipe nobody writes, 5 s): EINTR.
  * The whole round runs 50 times (probes 1-5) to catch a signal posted just
  * as the target enters its wait.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -136,7 +138,7 @@ static int s8_ret, s8_errno, s8_handler, s8_blocked;
  * an empty mask: the handler runs on the thread and it returns EINTR */
 static void *suspender(void *arg)
 {
-    (void)arg;
+    int use_ppoll = arg != NULL;
     sigset_t m;
     sigemptyset(&m);
     sigaddset(&m, SIGUSR2);
@@ -146,8 +148,19 @@ static void *suspender(void *arg)
     wait_stage(8);
     sigset_t none;
     sigemptyset(&none);
-    s8_ret = sigsuspend(&none);
-    s8_errno = errno;
+    if (use_ppoll) {
+        int p[2];
+        REQUIRE(pipe(p) == 0, "pipe");
+        struct pollfd pf = {p[0], POLLIN, 0};
+        struct timespec ts = {5, 0};
+        s8_ret = ppoll(&pf, 1, &ts, &none);
+        s8_errno = errno;
+        close(p[0]);
+        close(p[1]);
+    } else {
+        s8_ret = sigsuspend(&none);
+        s8_errno = errno;
+    }
     s8_handler = atomic_load(&h_code) != 0 && atomic_load(&h_on_target);
     sigset_t cur;
     pthread_sigmask(SIG_BLOCK, NULL, &cur);
@@ -242,20 +255,24 @@ int main(void)
     printf("6. sigtimedwait with nothing sent: %d %s\n", r6, r6 < 0 ? strerrorname_np(e6) : "");
     CHECK(r6 == -1 && e6 == EAGAIN, "sigtimedwait: %d %d", r6, e6);
 
-    /* 8 */
-    atomic_store(&ack, 0);
-    atomic_store(&stage, 0);
-    REQUIRE(pthread_create(&target, NULL, suspender, NULL) == 0, "pthread_create");
-    while (atomic_load(&ack) != 8)
-        sched_yield();
-    CHECK(pthread_kill(target, SIGUSR2) == 0, "pthread_kill USR2");
-    atomic_store(&stage, 8);
-    pthread_join(target, NULL);
-    printf("8. pthread_kill then sigsuspend: returns %d (%s), handler on the thread %d, "
-           "blocked again after %d\n",
-           s8_ret, s8_errno == EINTR ? "EINTR" : "?", s8_handler, s8_blocked);
-    CHECK(s8_ret == -1 && s8_errno == EINTR && s8_handler == 1 && s8_blocked == 1,
-          "sigsuspend: %d %d %d %d", s8_ret, s8_errno, s8_handler, s8_blocked);
+    /* 8, 9 */
+    for (int k = 0; k < 2; k++) {
+        atomic_store(&ack, 0);
+        atomic_store(&stage, 0);
+        REQUIRE(pthread_create(&target, NULL, suspender, k ? &target : NULL) == 0,
+                "pthread_create");
+        while (atomic_load(&ack) != 8)
+            sched_yield();
+        CHECK(pthread_kill(target, SIGUSR2) == 0, "pthread_kill USR2");
+        atomic_store(&stage, 8);
+        pthread_join(target, NULL);
+        printf("%s: returns %d (%s), handler on the thread %d, blocked again after %d\n",
+               k ? "9. pthread_kill then ppoll with an empty mask"
+                 : "8. pthread_kill then sigsuspend",
+               s8_ret, s8_errno == EINTR ? "EINTR" : "?", s8_handler, s8_blocked);
+        CHECK(s8_ret == -1 && s8_errno == EINTR && s8_handler == 1 && s8_blocked == 1,
+              "probe %d: %d %d %d %d", 8 + k, s8_ret, s8_errno, s8_handler, s8_blocked);
+    }
 
     union sigval v = {.sival_int = 0};
     pthread_t self = pthread_self();

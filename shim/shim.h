@@ -192,4 +192,8 @@ static inline void bb_testcancel(void)
 		bb_testcancel_slow();
 }
 
+/* signal.c: run the handlers of the signals sent to this thread that mask
+ * lets in (sigsuspend, ppoll, pselect, epoll_pwait); true if one ran */
+bool bb_run_own_signals_under(uint64_t mask);
+
 #endif

@@ -441,8 +441,10 @@ BB_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 
 /* Run, under the mask mask, the handlers of the signals sent to this thread
  * that mask lets in; true if one ran (then sigsuspend returns EINTR). */
-static bool run_own_under(bb_g *gp, uint64_t mask)
+bool bb_run_own_signals_under(uint64_t mask)
 {
+	bb_g *gp = bb_getg();
+	mask &= ~BB_GLIBC_SIGNALS;
 	if (!(atomic_load(&gp->sigpending) & ~mask))
 		return false;
 	uint64_t saved = gp->sigmask;
@@ -469,16 +471,15 @@ BB_EXPORT int sigsuspend(const sigset_t *set)
 	uint64_t mask;
 	memcpy(&mask, set, sizeof mask);
 	mask &= ~BB_GLIBC_SIGNALS;
-	bb_g *gp = bb_getg();
-	if (!run_own_under(gp, mask)) {
+	if (!bb_run_own_signals_under(mask)) {
+		bb_g *gp = bb_getg();
 		bb_entersyscall();
 		gp->in_cancel_call = true;
 		int r = real(set);
 		gp->in_cancel_call = false;
 		int e = errno;
 		bb_exitsyscall();
-		gp = bb_getg();
-		run_own_under(gp, mask);
+		bb_run_own_signals_under(mask);
 		(void)r;
 		errno = e;
 		return -1;
