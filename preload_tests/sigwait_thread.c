@@ -24,7 +24,9 @@
  *  8. pthread_kill(SIGUSR2) to a thread running with it blocked, which then
  *     calls sigsuspend with an empty mask: the handler runs on it and
  *     sigsuspend returns EINTR, with SIGUSR2 blocked again after;
- *  9. the same with ppoll (empty mask, a pipe nobody writes, 5 s): EINTR.
+ *  9. the same with ppoll (empty mask, a pipe nobody writes, 5 s): EINTR;
+ * 10. the same, then pthread_sigmask(SIG_UNBLOCK): the handler has run when
+ *     it returns.
  * The whole round runs 50 times (probes 1-5) to catch a signal posted just
  * as the target enters its wait.
  */
@@ -138,7 +140,7 @@ static int s8_ret, s8_errno, s8_handler, s8_blocked;
  * an empty mask: the handler runs on the thread and it returns EINTR */
 static void *suspender(void *arg)
 {
-    int use_ppoll = arg != NULL;
+    int how = arg ? *(int *)arg : 0; /* 0 sigsuspend, 1 ppoll, 2 unblock */
     sigset_t m;
     sigemptyset(&m);
     sigaddset(&m, SIGUSR2);
@@ -148,7 +150,12 @@ static void *suspender(void *arg)
     wait_stage(8);
     sigset_t none;
     sigemptyset(&none);
-    if (use_ppoll) {
+    if (how == 2) {
+        pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+        s8_ret = atomic_load(&h_code) != 0 ? -1 : 0; /* the handler ran before it returned */
+        s8_errno = EINTR;
+        pthread_sigmask(SIG_BLOCK, &m, NULL);
+    } else if (how == 1) {
         int p[2];
         REQUIRE(pipe(p) == 0, "pipe");
         struct pollfd pf = {p[0], POLLIN, 0};
@@ -255,20 +262,21 @@ int main(void)
     printf("6. sigtimedwait with nothing sent: %d %s\n", r6, r6 < 0 ? strerrorname_np(e6) : "");
     CHECK(r6 == -1 && e6 == EAGAIN, "sigtimedwait: %d %d", r6, e6);
 
-    /* 8, 9 */
-    for (int k = 0; k < 2; k++) {
+    /* 8, 9, 10 */
+    static int hows[3] = {0, 1, 2};
+    for (int k = 0; k < 3; k++) {
         atomic_store(&ack, 0);
         atomic_store(&stage, 0);
-        REQUIRE(pthread_create(&target, NULL, suspender, k ? &target : NULL) == 0,
-                "pthread_create");
+        REQUIRE(pthread_create(&target, NULL, suspender, &hows[k]) == 0, "pthread_create");
         while (atomic_load(&ack) != 8)
             sched_yield();
         CHECK(pthread_kill(target, SIGUSR2) == 0, "pthread_kill USR2");
         atomic_store(&stage, 8);
         pthread_join(target, NULL);
         printf("%s: returns %d (%s), handler on the thread %d, blocked again after %d\n",
-               k ? "9. pthread_kill then ppoll with an empty mask"
-                 : "8. pthread_kill then sigsuspend",
+               k == 2   ? "10. pthread_kill then pthread_sigmask(SIG_UNBLOCK) (-1: ran before it returned)"
+               : k == 1 ? "9. pthread_kill then ppoll with an empty mask"
+                        : "8. pthread_kill then sigsuspend",
                s8_ret, s8_errno == EINTR ? "EINTR" : "?", s8_handler, s8_blocked);
         CHECK(s8_ret == -1 && s8_errno == EINTR && s8_handler == 1 && s8_blocked == 1,
               "probe %d: %d %d %d %d", 8 + k, s8_ret, s8_errno, s8_handler, s8_blocked);

@@ -50,9 +50,10 @@ static int change(int how, const sigset_t *set, sigset_t *old)
 			 * this one does now (see bb_sigwatch_add) */
 			atomic_thread_fence(memory_order_seq_cst);
 			bb_sigwatch_add(unblocked);
-			/* given to us and still blocked on our M: taken now, as
-			 * the kernel runs a pending signal's handler at unblock */
-			if (atomic_load(&gp->procsig) & unblocked)
+			/* given to us and still blocked on our M, or sent to this
+			 * thread by pthread_kill: taken now, as the kernel runs a
+			 * pending signal's handler at unblock */
+			if ((atomic_load(&gp->procsig) | atomic_load(&gp->sigpending)) & unblocked)
 				bb_deliver_signals();
 		}
 	}
