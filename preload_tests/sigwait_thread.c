@@ -26,7 +26,10 @@
  *     sigsuspend returns EINTR, with SIGUSR2 blocked again after;
  *  9. the same with ppoll (empty mask, a pipe nobody writes, 5 s): EINTR;
  * 10. the same, then pthread_sigmask(SIG_UNBLOCK): the handler has run when
- *     it returns.
+ *     it returns;
+ * 11. pthread_kill of a signal the thread blocks, 50 ms into its 200 ms
+ *     nanosleep: the sleep returns 0 no earlier than 200 ms (a sleep never
+ *     ends early), and the signal is still pending after.
  * The whole round runs 50 times (probes 1-5) to catch a signal posted just
  * as the target enters its wait.
  */
@@ -146,11 +149,26 @@ static void *suspender(void *arg)
     sigaddset(&m, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &m, NULL);
     atomic_store(&h_code, 0);
-    atomic_store(&ack, 8);
-    wait_stage(8);
+    if (how != 3) {
+        atomic_store(&ack, 8);
+        wait_stage(8);
+    }
     sigset_t none;
     sigemptyset(&none);
-    if (how == 2) {
+    if (how == 3) {
+        struct timespec t0, t1, req = {0, 200 * 1000 * 1000};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        atomic_store(&ack, 9); /* main sends while we sleep */
+        s8_ret = nanosleep(&req, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        s8_errno = ms >= 200 ? EINTR : 0; /* the whole sleep (EINTR: just the flag) */
+        sigset_t pend;
+        sigpending(&pend);
+        s8_handler = sigismember(&pend, SIGUSR2); /* still pending, not run */
+        int sig;
+        sigwait(&m, &sig); /* take it */
+    } else if (how == 2) {
         pthread_sigmask(SIG_UNBLOCK, &m, NULL);
         s8_ret = atomic_load(&h_code) != 0 ? -1 : 0; /* the handler ran before it returned */
         s8_errno = EINTR;
@@ -168,7 +186,8 @@ static void *suspender(void *arg)
         s8_ret = sigsuspend(&none);
         s8_errno = errno;
     }
-    s8_handler = atomic_load(&h_code) != 0 && atomic_load(&h_on_target);
+    if (how != 3)
+        s8_handler = atomic_load(&h_code) != 0 && atomic_load(&h_on_target);
     sigset_t cur;
     pthread_sigmask(SIG_BLOCK, NULL, &cur);
     s8_blocked = sigismember(&cur, SIGUSR2);
@@ -262,23 +281,27 @@ int main(void)
     printf("6. sigtimedwait with nothing sent: %d %s\n", r6, r6 < 0 ? strerrorname_np(e6) : "");
     CHECK(r6 == -1 && e6 == EAGAIN, "sigtimedwait: %d %d", r6, e6);
 
-    /* 8, 9, 10 */
-    static int hows[3] = {0, 1, 2};
-    for (int k = 0; k < 3; k++) {
+    /* 8, 9, 10, 11 */
+    static int hows[4] = {0, 1, 2, 3};
+    for (int k = 0; k < 4; k++) {
         atomic_store(&ack, 0);
         atomic_store(&stage, 0);
         REQUIRE(pthread_create(&target, NULL, suspender, &hows[k]) == 0, "pthread_create");
-        while (atomic_load(&ack) != 8)
+        while (atomic_load(&ack) != (k == 3 ? 9 : 8))
             sched_yield();
+        if (k == 3)
+            usleep(50 * 1000); /* into the sleep */
         CHECK(pthread_kill(target, SIGUSR2) == 0, "pthread_kill USR2");
         atomic_store(&stage, 8);
         pthread_join(target, NULL);
         printf("%s: returns %d (%s), handler on the thread %d, blocked again after %d\n",
-               k == 2   ? "10. pthread_kill then pthread_sigmask(SIG_UNBLOCK) (-1: ran before it returned)"
+               k == 3   ? "11. pthread_kill of a blocked signal during a 200 ms nanosleep (0, EINTR: slept it whole; 1: still pending)"
+               : k == 2 ? "10. pthread_kill then pthread_sigmask(SIG_UNBLOCK) (-1: ran before it returned)"
                : k == 1 ? "9. pthread_kill then ppoll with an empty mask"
                         : "8. pthread_kill then sigsuspend",
                s8_ret, s8_errno == EINTR ? "EINTR" : "?", s8_handler, s8_blocked);
-        CHECK(s8_ret == -1 && s8_errno == EINTR && s8_handler == 1 && s8_blocked == 1,
+        CHECK(s8_ret == (k == 3 ? 0 : -1) && s8_errno == EINTR && s8_handler == 1 &&
+                  s8_blocked == 1,
               "probe %d: %d %d %d %d", 8 + k, s8_ret, s8_errno, s8_handler, s8_blocked);
     }
 

@@ -277,8 +277,12 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 	/* parked, or about to park (still running, it may be past its last
-	 * look at sigpending): let it wake and run the handler */
-	bb_interrupt(gp, BB_WAKE_SIGNAL);
+	 * look at sigpending): let it wake and run the handler. Not for a
+	 * signal it blocks: that stays pending (its sigwait, sigpending or an
+	 * unblock takes it) and cuts no sleep short. Read after the bit is set
+	 * (a full barrier), against pthread_sigmask's store and fence. */
+	if (!(__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED) & BB_SIGBIT(sig)))
+		bb_interrupt(gp, BB_WAKE_SIGNAL);
 }
 
 BB_EXPORT int pthread_kill(pthread_t th, int sig)
