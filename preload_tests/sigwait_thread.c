@@ -57,6 +57,12 @@ static void wait_stage(int s)
         sched_yield();
 }
 
+static void wait_ack(int a)
+{
+    while (atomic_load(&ack) != a)
+        sched_yield();
+}
+
 static void on_usr2(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -212,35 +218,29 @@ int main(void)
     REQUIRE(pthread_create(&target, NULL, victim, NULL) == 0, "pthread_create");
     int ok5 = 0;
     for (int i = 0; i < ROUNDS; i++) {
-        while (atomic_load(&ack) != 1)
-            sched_yield();
+        wait_ack(1);
         CHECK(pthread_kill(target, SIGUSR1) == 0, "pthread_kill");
         atomic_store(&stage, 1);
-        while (atomic_load(&ack) != 2)
-            sched_yield();
+        wait_ack(2);
         if (i % 2)
             usleep(1000); /* sometimes surely in the wait, sometimes just entering */
         union sigval v = {.sival_int = 42};
         CHECK(pthread_sigqueue(target, SIGUSR2, v) == 0, "sigqueue USR2");
-        while (atomic_load(&ack) != 3)
-            sched_yield();
+        wait_ack(3);
         for (int k = 1; k <= 3; k++) {
             v.sival_int = k;
             CHECK(pthread_sigqueue(target, SIGRTMIN, v) == 0, "sigqueue RTMIN");
         }
         atomic_store(&stage, 3);
-        while (atomic_load(&ack) != 4)
-            sched_yield();
+        wait_ack(4);
         v.sival_int = 5;
         CHECK(pthread_sigqueue(target, SIGUSR1, v) == 0, "sigqueue USR1 a");
         CHECK(pthread_sigqueue(target, SIGUSR1, v) == 0, "sigqueue USR1 b");
         atomic_store(&stage, 4);
-        while (atomic_load(&ack) != 5)
-            sched_yield();
+        wait_ack(5);
         v.sival_int = 7;
         CHECK(pthread_sigqueue(target, SIGUSR2, v) == 0, "sigqueue USR2 handler");
-        while (atomic_load(&ack) != 6)
-            sched_yield();
+        wait_ack(6);
         ok5 += atomic_load(&h_code) == SI_QUEUE && atomic_load(&h_value) == 7 &&
                atomic_load(&h_on_target);
         atomic_store(&ack, 0);

@@ -1073,6 +1073,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	gp->sigmask = mp->curg->sigmask;                     /* as clone copies the mask */
 	atomic_store_explicit(&gp->sigpending, 0, memory_order_relaxed);
+	gp->nsigq = 0; /* values queued to the thread this G was before */
 	atomic_store_explicit(&gp->procsig, 0, memory_order_relaxed);
 	gp->createpc = attr->createpc;
 	gp->creator = mp->curg->goid;

@@ -171,8 +171,8 @@ struct bb_g {
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
 	_Atomic uint64_t sigpending; /* signals sent to this thread (pthread_kill), not yet run */
 	bb_lock sigqlock;    /* pthread_sigqueue's values for sigpending signals */
-	uint8_t nsigq;
-	struct bb_sigq { int sig, pid, uid; uint64_t value; } sigq[8];
+	uint8_t nsigq;       /* in sigq, made on the first pthread_sigqueue to it */
+	struct bb_sigq { int sig; uint64_t value; } *sigq;
 	/* process signals sysmon chose this G to take (sysmon.c): kept
 	 * blocked on its M until it dequeues them itself (bb_deliver_signals) */
 	_Atomic uint64_t procsig;
@@ -396,7 +396,8 @@ int32_t bb_nlive(void);
 /* The caller is the process's only thread (a shell pipeline's cat or grep,
  * a forked worker): nobody needs its P while it waits, so a wait for I/O
  * goes into the kernel as a native thread's would, without the poller's
- * round trips. Reads every P: asked only when a call is about to wait. */
+ * round trips. Reads every P: asked only when a call is about to wait (and
+ * by sysmon). */
 static inline bool bb_alone(void)
 {
 	return bb_nlive() == 1;

@@ -206,7 +206,7 @@ static int retake(int64_t now)
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are
 	 * never restarted (epoll_wait, poll) with EINTR */
-	bool alone = bb_nlive() == 1;
+	bool alone = bb_alone();
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 		bb_p *pp = bb_allp[i];
 		uint32_t status = atomic_load_explicit(&pp->status, memory_order_acquire);

@@ -124,7 +124,7 @@ bool bb_addtimer(bb_timer *t)
 	if (sleeper != NULL) {
 		if (t->when < atomic_load(&bb_sched_.sleepuntil))
 			bb_timer_kick();
-	} else if (bb_nlive() != 1) {
+	} else if (!bb_alone()) {
 		bb_wakep();
 	}
 	/* else the process's only G arms its own timer as it parks (every

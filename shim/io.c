@@ -19,6 +19,7 @@
 #include "realio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -74,6 +75,15 @@ static int pause_for_room(int64_t *pause, int64_t deadline)
 	return 0;
 }
 
+static bool is_dgram(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof type;
+	return bb_rawsyscall6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type, (long)&len, 0) ==
+		       0 &&
+	       type == SOCK_DGRAM;
+}
+
 /* one attempt that never blocks the M, or -2 meaning "not ready: wait" */
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
@@ -118,7 +128,7 @@ static ssize_t do_io(ioreq *r)
 	}
 	int saved = errno;
 	int64_t deadline = deadline_of(pd, r->mode), pause = 0;
-	int lies = 0, dgram = -1; /* readiness reported, and still it would block */
+	int lies = 0; /* readiness reported, and still it would block */
 	for (;;) {
 		bb_testcancel();
 		ssize_t n = attempt(pd, r);
@@ -149,16 +159,11 @@ static ssize_t do_io(ioreq *r)
 			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
 			return -1;
 		}
-		if (err == 0 && r->mode == WR && pd->kind == BB_FD_SOCKET) {
-			if (dgram < 0) { /* a stream's readiness does not lie */
-				int type = 0;
-				socklen_t tl = sizeof type;
-				dgram = bb_rawsyscall6(SYS_getsockopt, r->fd, SOL_SOCKET, SO_TYPE,
-						       (long)&type, (long)&tl, 0) == 0 &&
-					type == SOCK_DGRAM;
-			}
-			lies += dgram;
-		}
+		/* the second time: is it a datagram socket? (asked then only,
+		 * a stream's readiness does not lie) */
+		if (err == 0 && r->mode == WR && pd->kind == BB_FD_SOCKET && ++lies == 2 &&
+		    !is_dgram(r->fd))
+			lies = INT_MIN;
 		if (err == ETIMEDOUT) {
 			errno = EAGAIN; /* SO_RCVTIMEO/SO_SNDTIMEO expired */
 			return -1;

@@ -18,40 +18,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#define WAIT_IN_SYSCALL(call)           \
-	do {                            \
-		bb_testcancel();        \
-		bb_entersyscall();      \
-		int r_ = (call);        \
-		int e_ = errno;         \
-		bb_exitsyscall();       \
-		errno = e_;             \
-		return r_;              \
-	} while (0)
+#define WAIT_IN_SYSCALL(call) return BB_IN_SYSCALL(int, call, false)
 
-/* The same with the call's own signal mask: a signal pthread_kill left
- * pending in bobbin that the mask lets in is handled first and the call
- * fails with EINTR, as the kernel would make it (it never had the signal);
- * one that lands as the call begins ends it through the SIGURG poke, and is
- * handled after. */
-#define WAIT_IN_SYSCALL_MASKED(call, set)                            \
-	do {                                                         \
-		uint64_t m_;                                         \
-		memcpy(&m_, (set), sizeof m_);                       \
-		bb_testcancel();                                     \
-		if (bb_run_own_signals_under(m_)) {                  \
-			errno = EINTR;                               \
-			return -1;                                   \
-		}                                                    \
-		bb_entersyscall();                                   \
-		int r_ = (call);                                     \
-		int e_ = errno;                                      \
-		bb_exitsyscall();                                    \
-		if (bb_run_own_signals_under(m_) && r_ < 0)          \
-			e_ = EINTR;                                  \
-		errno = e_;                                          \
-		return r_;                                           \
-	} while (0)
 
 static int64_t deadline_ms(int timeout)
 {
@@ -152,7 +120,7 @@ BB_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	if (!bb_on_g() || (ts && ts->tv_sec == 0 && ts->tv_nsec == 0))
 		return REAL(ppoll)(fds, n, ts, mask);
 	if (mask)
-		WAIT_IN_SYSCALL_MASKED(REAL(ppoll)(fds, n, ts, mask), mask);
+		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false);
 	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
 		errno = EINVAL;
 		return -1;
@@ -257,7 +225,7 @@ BB_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 	if (!bb_on_g() || (ts && ts->tv_sec == 0 && ts->tv_nsec == 0))
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
 	if (mask)
-		WAIT_IN_SYSCALL_MASKED(REAL(pselect)(nfds, r, w, e, ts, mask), mask);
+		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false);
 	if (nfds < 0 || (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
 		return -1;
@@ -308,7 +276,7 @@ BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 	if (!bb_on_g() || timeout == 0)
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
 	if (mask)
-		WAIT_IN_SYSCALL_MASKED(REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask);
+		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask, false);
 	if (max <= 0) {
 		errno = EINVAL;
 		return -1;

@@ -8,9 +8,7 @@
 
 BB_EXPORT int sched_yield(void)
 {
-	if (!bb_on_g())
-		return REAL(sched_yield)();
-	if (bb_alone())
+	if (!bb_on_g() || bb_alone())
 		return REAL(sched_yield)();
 	bb_gosched();
 	return 0;

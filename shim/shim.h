@@ -193,7 +193,31 @@ static inline void bb_testcancel(void)
 }
 
 /* signal.c: run the handlers of the signals sent to this thread that mask
- * lets in (sigsuspend, ppoll, pselect, epoll_pwait); true if one ran */
+ * lets in; true if one ran */
 bool bb_run_own_signals_under(uint64_t mask);
+
+/* A call that waits in the kernel under a mask of its own (sigsuspend,
+ * ppoll, pselect, epoll_pwait with a mask), inside entersyscall. The kernel
+ * never had what pthread_kill left pending in bobbin: what the mask lets in
+ * is handled first and the call fails with EINTR, as the kernel would make
+ * it; one that lands as the call begins ends it through the SIGURG poke, and
+ * is handled after (EINTR if the call failed). */
+#define BB_MASKED_WAIT(ret, call, set, cancel)                                 \
+	({                                                                     \
+		uint64_t m_;                                                   \
+		memcpy(&m_, (set), sizeof m_);                                 \
+		bb_testcancel();                                               \
+		ret w_ = -1;                                                   \
+		if (bb_run_own_signals_under(m_)) {                            \
+			errno = EINTR;                                         \
+		} else {                                                       \
+			w_ = BB_IN_SYSCALL(ret, call, cancel);                 \
+			int we_ = errno;                                       \
+			if (bb_run_own_signals_under(m_) && w_ < 0)            \
+				we_ = EINTR;                                   \
+			errno = we_;                                           \
+		}                                                              \
+		w_;                                                            \
+	})
 
 #endif

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -115,35 +116,36 @@ static bool default_ignores(int sig)
 	return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
 }
 
-/* pthread_sigqueue's values wait here until their signal is taken: one per
- * signal sent, in order (a real-time signal queues every instance, as the
- * kernel's do; a standard one already pending is merged). */
-static bool take_queued(bb_g *gp, int sig, siginfo_t *si)
+#define SIGQ_MAX 8 /* values queued to one thread; more: EAGAIN */
+
+/* The siginfo of a signal sent to this thread: pthread_sigqueue's value
+ * (SI_QUEUE) if one waits for sig in gp->sigq, in order, else what the
+ * kernel gives a pthread_kill (code). A real-time signal queues every
+ * instance: if another of sig waits, sig stays pending for it. */
+static void own_siginfo(bb_g *gp, int sig, siginfo_t *si, int code)
 {
-	bool found = false, more = false;
+	memset(si, 0, sizeof *si);
+	si->si_signo = sig;
+	si->si_code = code;
+	si->si_pid = getpid(); /* sent from this process, whichever way */
+	si->si_uid = getuid();
+	if (gp == NULL || gp->sigq == NULL)
+		return;
 	bb_lock_acquire(&gp->sigqlock);
-	for (int i = 0; i < gp->nsigq; i++) {
-		if (gp->sigq[i].sig != sig)
-			continue;
-		if (found) {
-			more = true;
-			break;
-		}
-		memset(si, 0, sizeof *si);
-		si->si_signo = sig;
+	int i = 0, n = gp->nsigq;
+	while (i < n && gp->sigq[i].sig != sig)
+		i++;
+	if (i < n) {
 		si->si_code = SI_QUEUE;
-		si->si_pid = gp->sigq[i].pid;
-		si->si_uid = (uid_t)gp->sigq[i].uid;
-		memcpy(&si->si_value, &gp->sigq[i].value, sizeof si->si_value);
-		memmove(&gp->sigq[i], &gp->sigq[i + 1], (size_t)(gp->nsigq - i - 1) * sizeof gp->sigq[0]);
-		gp->nsigq--;
-		found = true;
-		i--;
+		si->si_value.sival_ptr = (void *)(uintptr_t)gp->sigq[i].value;
+		memmove(&gp->sigq[i], &gp->sigq[i + 1], (size_t)(n - i - 1) * sizeof gp->sigq[0]);
+		gp->nsigq = (uint8_t)--n;
+		while (i < n && gp->sigq[i].sig != sig)
+			i++;
+		if (i < n) /* the next instance is delivered on its own */
+			atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
 	}
-	if (more) /* the next instance is delivered on its own */
-		atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
 	bb_lock_release(&gp->sigqlock);
-	return found;
 }
 
 /* Take one signal of want sent to this thread (pthread_kill,
@@ -157,13 +159,7 @@ static int take_own(bb_g *gp, uint64_t want, siginfo_t *si)
 		int sig = __builtin_ctzll(own) + 1;
 		if (!(atomic_fetch_and(&gp->sigpending, ~BB_SIGBIT(sig)) & BB_SIGBIT(sig)))
 			continue; /* taken meanwhile */
-		if (!take_queued(gp, sig, si)) {
-			memset(si, 0, sizeof *si);
-			si->si_signo = sig;
-			si->si_code = SI_USER; /* glibc folds the kernel's SI_TKILL into it */
-			si->si_pid = getpid();
-			si->si_uid = getuid();
-		}
+		own_siginfo(gp, sig, si, SI_USER); /* glibc folds the kernel's SI_TKILL into it */
 		return sig;
 	}
 }
@@ -188,19 +184,18 @@ void bb_deliver_signals(void)
 		if ((own | proc) == 0)
 			return;
 		siginfo_t si;
-		bool have_si = false;
 		int sig;
 		if (own) {
 			sig = __builtin_ctzll(own) + 1;
-			atomic_fetch_and(&gp->sigpending, ~(1ull << (sig - 1)));
-			have_si = take_queued(gp, sig, &si);
+			atomic_fetch_and(&gp->sigpending, ~BB_SIGBIT(sig));
+			own_siginfo(gp, sig, &si, SI_TKILL); /* as the kernel fills it in */
 		} else {
 			sig = __builtin_ctzll(proc) + 1;
-			have_si = take_process_signal(sig, &si);
-			atomic_fetch_and(&gp->procsig, ~(1ull << (sig - 1)));
-			bb_sigwatch_add(1ull << (sig - 1)); /* sysmon may route the next one */
+			bool taken = take_process_signal(sig, &si);
+			atomic_fetch_and(&gp->procsig, ~BB_SIGBIT(sig));
+			bb_sigwatch_add(BB_SIGBIT(sig)); /* sysmon may route the next one */
 			bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
-			if (!have_si)
+			if (!taken)
 				continue;
 		}
 		struct kaction ka;
@@ -229,13 +224,6 @@ void bb_deliver_signals(void)
 		}
 		int saved_errno = errno;
 		if (ka.flags & KSA_SIGINFO) {
-			if (!have_si) { /* pthread_kill's, as the kernel fills it in */
-				memset(&si, 0, sizeof si);
-				si.si_signo = sig;
-				si.si_code = SI_TKILL;
-				si.si_pid = getpid();
-				si.si_uid = getuid();
-			}
 			/* the third argument is never NULL from the kernel: a
 			 * context of this point, with the mask the G had */
 			ucontext_t uc;
@@ -327,39 +315,32 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	uint32_t st = atomic_load(&gp->status);
 	if (st == Gdead || sig == 0)
 		return 0;
-	siginfo_t info;
-	memset(&info, 0, sizeof info);
-	info.si_signo = sig;
-	info.si_code = SI_QUEUE;
-	info.si_pid = getpid();
-	info.si_uid = getuid();
-	info.si_value = value;
-	bb_m *mp = gp->m;
 	bool self = bb_on_g() && gp == bb_getg();
-	if (self)
-		mp = bb_getm();
+	bb_m *mp = self ? bb_getm() : gp->m;
 	if ((self || st == Gsyscall) && mp && mp->tid > 0) {
 		/* itself, or blocked in the kernel on its M: the kernel's queue */
+		siginfo_t info;
+		own_siginfo(NULL, sig, &info, SI_QUEUE);
+		info.si_value = value;
 		long r = bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&info, 0, 0);
 		return r < 0 ? (int)-r : 0;
 	}
+	int err = 0;
+	bool merged; /* a standard signal already pending: one, as the kernel keeps */
 	bb_lock_acquire(&gp->sigqlock);
-	bool merged = sig < SIGRTMIN && (atomic_load(&gp->sigpending) & BB_SIGBIT(sig));
-	if (!merged && gp->nsigq == sizeof gp->sigq / sizeof gp->sigq[0]) {
-		bb_lock_release(&gp->sigqlock);
-		return EAGAIN; /* as the kernel's queue limit answers */
-	}
+	merged = sig < SIGRTMIN && (atomic_load(&gp->sigpending) & BB_SIGBIT(sig));
 	if (!merged) {
-		struct bb_sigq *q = &gp->sigq[gp->nsigq++];
-		q->sig = sig;
-		q->pid = info.si_pid;
-		q->uid = (int)info.si_uid;
-		memcpy(&q->value, &value, sizeof value);
+		if (gp->sigq == NULL)
+			gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq); /* kept with the G */
+		if (gp->sigq != NULL && gp->nsigq < SIGQ_MAX)
+			gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, (uintptr_t)value.sival_ptr};
+		else
+			err = EAGAIN; /* as the kernel's queue limit answers */
 	}
 	bb_lock_release(&gp->sigqlock);
-	if (!merged)
+	if (err == 0 && !merged)
 		post_signal(gp, st, sig);
-	return 0;
+	return err;
 }
 
 /* ---- sigwait, sigwaitinfo, sigtimedwait ----
@@ -389,48 +370,34 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 	siginfo_t si;
 	for (;;) {
 		bb_testcancel();
+		/* SIGURG blocked first: a pthread_kill posted from now on ends
+		 * the kernel wait below, one posted before is seen here */
 		bb_g *gp = bb_getg();
-		int sig = take_own(gp, want, &si);
-		if (sig) {
-			if (info)
-				*info = si;
-			return sig;
-		}
 		bb_m *mp = bb_getm();
-		uint64_t mask = gp->sigmask | atomic_load(&gp->procsig);
 		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(SIGURG));
-		sig = take_own(gp, want, &si); /* posted before SIGURG was blocked */
-		if (sig) {
-			bb_apply_sigmask(mp, mask);
-			if (info)
-				*info = si;
-			return sig;
-		}
-		sigset_t set2;
-		memcpy(&set2, set, sizeof set2);
-		sigaddset(&set2, SIGURG);
+		int sig = take_own(gp, want, &si);
 		struct timespec left, *lp = NULL;
-		if (ts) {
+		if (sig == 0 && ts) {
 			int64_t l = deadline - bb_nanotime();
-			if (l < 0)
-				l = 0;
-			left.tv_sec = l / 1000000000;
-			left.tv_nsec = l % 1000000000;
+			left.tv_sec = l > 0 ? l / 1000000000 : 0;
+			left.tv_nsec = l > 0 ? l % 1000000000 : 0;
 			lp = &left;
 		}
-		bb_entersyscall();
-		gp->in_cancel_call = true;
-		int r = real(&set2, &si, lp);
-		gp->in_cancel_call = false;
+		if (sig == 0) {
+			sigset_t set2;
+			memcpy(&set2, set, sizeof set2);
+			sigaddset(&set2, SIGURG);
+			sig = BB_IN_SYSCALL(int, real(&set2, &si, lp), true);
+		}
 		int e = errno;
-		bb_exitsyscall();
-		bb_apply_sigmask(bb_getm(), bb_getg()->sigmask | atomic_load(&bb_getg()->procsig));
-		if (r == SIGURG && !urg)
+		gp = bb_getg();
+		bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
+		if (sig == SIGURG && !urg)
 			continue; /* a pthread_kill posted meanwhile (or a stray poke) */
-		if (r > 0 && info)
+		if (sig > 0 && info)
 			*info = si;
 		errno = e;
-		return r;
+		return sig;
 	}
 }
 
@@ -445,7 +412,7 @@ BB_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 }
 
 /* Run, under the mask mask, the handlers of the signals sent to this thread
- * that mask lets in; true if one ran (then sigsuspend returns EINTR). */
+ * that mask lets in; true if one ran (BB_MASKED_WAIT, shim.h). */
 bool bb_run_own_signals_under(uint64_t mask)
 {
 	bb_g *gp = bb_getg();
@@ -461,10 +428,7 @@ bool bb_run_own_signals_under(uint64_t mask)
 	return true;
 }
 
-/* sigsuspend: a signal pthread_kill left pending in bobbin that the
- * temporary mask lets in is handled at once, as the kernel would; else the
- * kernel call, inside entersyscall. A pthread_kill that lands as the call
- * begins pokes the M with SIGURG, which ends the call: then it is handled. */
+/* sigsuspend: as the masked polls (BB_MASKED_WAIT, shim.h) */
 BB_EXPORT int sigsuspend(const sigset_t *set)
 {
 	static int (*real)(const sigset_t *);
@@ -472,25 +436,7 @@ BB_EXPORT int sigsuspend(const sigset_t *set)
 		real = (int (*)(const sigset_t *))dlsym(RTLD_NEXT, "sigsuspend");
 	if (!bb_on_g())
 		return real(set);
-	bb_testcancel();
-	uint64_t mask;
-	memcpy(&mask, set, sizeof mask);
-	mask &= ~BB_GLIBC_SIGNALS;
-	if (!bb_run_own_signals_under(mask)) {
-		bb_g *gp = bb_getg();
-		bb_entersyscall();
-		gp->in_cancel_call = true;
-		int r = real(set);
-		gp->in_cancel_call = false;
-		int e = errno;
-		bb_exitsyscall();
-		bb_run_own_signals_under(mask);
-		(void)r;
-		errno = e;
-		return -1;
-	}
-	errno = EINTR;
-	return -1;
+	return BB_MASKED_WAIT(int, real(set), set, true);
 }
 
 /* what is pending for the thread: the kernel's, and what pthread_kill and
