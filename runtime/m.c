@@ -52,9 +52,11 @@ void bb_m_on_thread_start(bb_m *mp)
 	bb_setgsbase((uintptr_t)mp);
 	bb_tls_m = true;
 	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
-	/* an idle M's usleep in runqgrab must be microseconds, not the default
-	 * 50 µs of timer slack */
-	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	/* the program's timer slack, which a thread made by sysmon (whose own
+	 * is 1 µs) would not inherit: the timeouts of the program's calls,
+	 * and a child it forks, keep the precision they have natively */
+	if (bb_timerslack_ns > 0)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)bb_timerslack_ns, 0, 0, 0);
 	bb_stack_signal_init(mp);
 }
 

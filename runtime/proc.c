@@ -83,6 +83,7 @@ void (*bb_g_exit_hook)(bb_g *gp);
 void (*bb_mexit_hook)(void);
 cpu_set_t bb_initial_affinity;
 char bb_initial_comm[16];
+long bb_timerslack_ns;
 
 static size_t g0_stacksize = 256 * 1024;
 
@@ -939,11 +940,14 @@ static void goexit0(bb_g *gp)
 			atomic_fetch_sub(&bb_sched_.mcount, 1);
 			bb_mexit_hook();
 		}
-		/* the initial thread cannot end: give it back its affinity and
-		 * name (namespaces it entered stay: README, known limits) */
+		/* the initial thread cannot end: give it back its affinity, name
+		 * and timer slack (namespaces it entered stay: README, known
+		 * limits) */
 		bb_rawsyscall6(SYS_sched_setaffinity, 0, sizeof bb_initial_affinity,
 			       (long)&bb_initial_affinity, 0, 0, 0);
 		bb_rawsyscall6(SYS_prctl, 15 /* PR_SET_NAME */, (long)bb_initial_comm, 0, 0, 0, 0);
+		if (bb_timerslack_ns > 0)
+			bb_rawsyscall6(SYS_prctl, PR_SET_TIMERSLACK, bb_timerslack_ns, 0, 0, 0, 0);
 	}
 	bb_schedule();
 }
@@ -1333,6 +1337,7 @@ int bb_sched_init(void)
 		bb_pidleput(bb_allp[i]);
 	bb_lock_release(&bb_sched_.lock);
 
+	bb_timerslack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	bb_m_on_thread_start(m0);
 	sched_getaffinity(0, sizeof bb_initial_affinity, &bb_initial_affinity);
 	prctl(PR_GET_NAME, bb_initial_comm, 0, 0, 0);

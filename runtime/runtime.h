@@ -422,6 +422,7 @@ extern void (*bb_mexit_hook)(void);        /* shim: end this OS thread (real pth
 #include <sched.h>
 extern cpu_set_t bb_initial_affinity;     /* M0's, restored when a locked G ends on it */
 extern char bb_initial_comm[16];
+extern long bb_timerslack_ns; /* the main thread's timer slack when bobbin started */
 void bb_lock_os_thread(void);
 void bb_unlock_os_thread(void);
 

@@ -251,6 +251,13 @@ BB_EXPORT int prctl(int option, ...)
 		*(void **)a2 = a;
 		return 0;
 	}
+	if (bb_on_g() && option == PR_SET_TIMERSLACK) {
+		/* per OS thread: the G stays on the one that has it */
+		int r = real(option, a2, a3, a4, a5);
+		if (r == 0)
+			bb_lock_os_thread();
+		return r;
+	}
 	if (bb_on_g() && option == PR_SET_NAME) {
 		bb_g *gp = bb_getg();
 		bb_lock_os_thread();
