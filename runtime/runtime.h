@@ -486,9 +486,8 @@ typedef struct bb_fdesc {
 	_Atomic bool user_nonblock; /* O_NONBLOCK as the program set it */
 	bool forced_nb;             /* bobbin set O_NONBLOCK for real (a socket made
 				       in this process); the program sees user_nonblock */
+	struct bb_fdesc *next_free; /* never freed, only recycled (shim/fd.c) */
 } bb_fdesc;
-#define BB_PD_UNB(pd) atomic_load_explicit(&(pd)->desc->user_nonblock, memory_order_relaxed)
-#define BB_PD_FORCED(pd) ((pd)->desc->forced_nb)
 /* one (fd, direction) of a G's wait (netpoll.c); owned by the waiting G,
  * linked into pd->waiters under pd->lock */
 typedef struct bb_pollnode {
@@ -513,13 +512,29 @@ struct bb_pd {
 	bool known;          /* kind and desc below are valid */
 	uint8_t kind;        /* BB_FD_* */
 	bool nowait_ok;      /* preadv2/pwritev2 RWF_NOWAIT work on this file */
-	struct bb_fdesc *desc; /* the open file description's flags, shared by dups */
+	/* the open file description's flags, shared by dups. Set and cleared
+	 * under lock; read without it through bb_pd_desc: another thread may
+	 * close the number meanwhile, as natively it may */
+	struct bb_fdesc *_Atomic desc;
 	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
 	/* the other end of a pipe or socketpair made in this process: its fd
 	 * + 1 (0: none) and its seq then (bb_netpoll_kick) */
 	int peerfd1;
 	uint32_t peerseq;
 };
+
+/* what a number's view says of its file description: the one it shares, or,
+ * when a closer on another thread has just taken it away, a description with
+ * no flag set (the call then meets EBADF or the number's next file, as it
+ * would natively) */
+extern bb_fdesc bb_fdesc_none;
+static inline bb_fdesc *bb_pd_desc(bb_pd *pd)
+{
+	bb_fdesc *d = atomic_load_explicit(&pd->desc, memory_order_acquire);
+	return d ? d : &bb_fdesc_none;
+}
+#define BB_PD_UNB(pd) atomic_load_explicit(&bb_pd_desc(pd)->user_nonblock, memory_order_relaxed)
+#define BB_PD_FORCED(pd) (bb_pd_desc(pd)->forced_nb)
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
 extern int bb_epfd, bb_breakfd;
 void bb_netpoll_kick(int fd, uint32_t seq, int mode);

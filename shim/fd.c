@@ -24,26 +24,69 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Descriptions are never given back to malloc, only recycled: a thread
+ * that read a number's description just before another thread's close put
+ * it away still reads a description (stale, as its call is), never freed
+ * memory. Any number of threads may close, dup and re-flag one number at
+ * once, as the kernel allows. */
+bb_fdesc bb_fdesc_none;
+static bb_lock desc_lock;
+static bb_fdesc *desc_free;
+
 static bb_fdesc *desc_new(bool user_nb, bool forced)
 {
-	bb_fdesc *d = malloc(sizeof *d);
+	bb_lock_acquire(&desc_lock);
+	bb_fdesc *d = desc_free;
+	if (d)
+		desc_free = d->next_free;
+	bb_lock_release(&desc_lock);
+	if (d == NULL)
+		d = malloc(sizeof *d);
 	if (d) {
-		atomic_init(&d->refs, 1);
-		atomic_init(&d->user_nonblock, user_nb);
+		atomic_store(&d->refs, 1);
+		atomic_store(&d->user_nonblock, user_nb);
 		d->forced_nb = forced;
+		d->next_free = NULL;
 	}
 	return d;
 }
 
 static void desc_put(bb_fdesc *d)
 {
-	if (d && atomic_fetch_sub(&d->refs, 1) == 1)
-		free(d);
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+		bb_lock_acquire(&desc_lock);
+		d->next_free = desc_free;
+		desc_free = d;
+		bb_lock_release(&desc_lock);
+	}
 }
 
 static void set_user_nb(bb_pd *pd, bool v)
 {
-	atomic_store_explicit(&pd->desc->user_nonblock, v, memory_order_relaxed);
+	bb_fdesc *d = bb_pd_desc(pd);
+	if (d != &bb_fdesc_none)
+		atomic_store_explicit(&d->user_nonblock, v, memory_order_relaxed);
+}
+
+/* Give pd the view (kind, d) unless another thread gave it one first (then
+ * d goes back). Under pd->lock, as every change of a number's desc. */
+static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, int64_t rcvtimeo,
+			 int64_t sndtimeo, bool replace)
+{
+	bb_fdesc *old = NULL;
+	bb_lock_acquire(&pd->lock);
+	if (pd->known && !replace) {
+		old = d; /* somebody learned it meanwhile: keep theirs */
+	} else {
+		old = atomic_exchange_explicit(&pd->desc, d, memory_order_acq_rel);
+		pd->kind = kind;
+		pd->nowait_ok = nowait_ok;
+		pd->rcvtimeo = rcvtimeo;
+		pd->sndtimeo = sndtimeo;
+		pd->known = true;
+	}
+	bb_lock_release(&pd->lock);
+	desc_put(old);
 }
 
 bb_pd *bb_fd_view(int fd)
@@ -59,24 +102,22 @@ bb_pd *bb_fd_view(int fd)
 	bb_fdesc *d = desc_new(fl >= 0 && (fl & O_NONBLOCK), false);
 	if (d == NULL)
 		return NULL;
-	pd->desc = d;
+	uint8_t kind;
 	switch (st.st_mode & S_IFMT) {
 	case S_IFSOCK:
-		pd->kind = BB_FD_SOCKET;
+		kind = BB_FD_SOCKET;
 		break;
 	case S_IFIFO:
-		pd->kind = BB_FD_PIPE;
+		kind = BB_FD_PIPE;
 		break;
 	case S_IFCHR:
-		pd->kind = BB_FD_POLLABLE; /* a terminal; /dev/null & co are found out below */
+		kind = BB_FD_POLLABLE; /* a terminal; /dev/null & co are found out below */
 		break;
 	default:
-		pd->kind = BB_FD_FILE; /* regular files and directories never block on readiness */
+		kind = BB_FD_FILE; /* regular files and directories never block on readiness */
 		break;
 	}
-	pd->nowait_ok = pd->kind == BB_FD_PIPE;
-	pd->rcvtimeo = pd->sndtimeo = 0;
-	pd->known = true;
+	view_install(pd, d, kind, kind == BB_FD_PIPE, 0, 0, false);
 	return pd;
 }
 
@@ -86,11 +127,12 @@ void bb_fd_forget(int fd)
 	if (!bb_active || fd < 0)
 		return;
 	bb_pd *pd = bb_pd_peek(fd);
-	bb_fdesc *d = pd && pd->known ? pd->desc : NULL;
 	bb_netpoll_close(fd); /* marks it unknown */
-	if (pd && d) {
-		pd->desc = NULL;
-		desc_put(d);
+	if (pd) {
+		bb_lock_acquire(&pd->lock);
+		bb_fdesc *d = atomic_exchange_explicit(&pd->desc, NULL, memory_order_acq_rel);
+		bb_lock_release(&pd->lock);
+		desc_put(d); /* one closer gets it, however many race */
 	}
 }
 
@@ -98,18 +140,24 @@ void bb_fd_forget(int fd)
 static void fd_dup_view(int oldfd, int newfd)
 {
 	bb_pd *o = bb_pd_peek(oldfd);
-	if (o == NULL || !o->known || o->desc == NULL)
+	if (o == NULL)
+		return;
+	bb_lock_acquire(&o->lock);
+	bb_fdesc *d = o->known ? atomic_load_explicit(&o->desc, memory_order_relaxed) : NULL;
+	if (d)
+		atomic_fetch_add(&d->refs, 1); /* no close of oldfd can put it meanwhile */
+	uint8_t kind = o->kind;
+	bool nowait_ok = o->nowait_ok;
+	int64_t rcv = o->rcvtimeo, snd = o->sndtimeo; /* socket options belong to the socket too */
+	bb_lock_release(&o->lock);
+	if (d == NULL)
 		return; /* learned lazily from the kernel, as for any fd */
 	bb_pd *n = bb_pd_get(newfd);
-	if (n == NULL)
+	if (n == NULL) {
+		desc_put(d);
 		return;
-	atomic_fetch_add(&o->desc->refs, 1);
-	n->desc = o->desc;
-	n->kind = o->kind;
-	n->nowait_ok = o->nowait_ok;
-	n->rcvtimeo = o->rcvtimeo; /* socket options belong to the socket too */
-	n->sndtimeo = o->sndtimeo;
-	n->known = true;
+	}
+	view_install(n, d, kind, nowait_ok, rcv, snd, true);
 }
 
 BB_EXPORT int close(int fd)
@@ -174,13 +222,8 @@ void bb_fd_own_socket(int fd, bool user_nonblock)
 	if (pd == NULL)
 		return;
 	bb_fdesc *d = desc_new(user_nonblock, !user_nonblock);
-	if (d == NULL)
-		return;
-	pd->desc = d;
-	pd->kind = BB_FD_SOCKET;
-	pd->nowait_ok = false;
-	pd->rcvtimeo = pd->sndtimeo = 0;
-	pd->known = true;
+	if (d)
+		view_install(pd, d, BB_FD_SOCKET, false, 0, 0, true);
 }
 
 BB_EXPORT int socket(int domain, int type, int protocol)

@@ -116,12 +116,20 @@ static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
 
 static ssize_t do_io(ioreq *r)
 {
-	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
-	if (pd == NULL)
+	if (!bb_on_g())
 		return r->call(r, false);
+	bb_pd *pd = bb_fd_view(r->fd);
+	if (pd == NULL) /* not open when looked at: the kernel answers, maybe for a
+			   file another thread has opened under the number since */
+		return blocking_call(r);
 	bb_preempt_point();
+	/* EAGAIN is the program's to see. Only where bobbin keeps the file
+	 * non-blocking for real is the call sure not to wait: elsewhere the
+	 * kernel's flag may have changed since the view was taken (another
+	 * thread's F_SETFL, another process sharing the file) and the call
+	 * must let the P go in case it waits */
 	if (BB_PD_UNB(pd))
-		return kick_peer(pd, r, r->call(r, false)); /* EAGAIN is the program's to see */
+		return kick_peer(pd, r, BB_PD_FORCED(pd) ? r->call(r, false) : blocking_call(r));
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
 		bb_testcancel();
 		return blocking_call(r);
@@ -379,16 +387,23 @@ static ssize_t c_accept(ioreq *r, bool nowait)
 
 BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
-	if (pd == NULL || pd->kind != BB_FD_SOCKET)
+	if (!bb_on_g())
 		return REAL(accept4)(fd, addr, addrlen, flags);
+	bb_pd *pd = bb_fd_view(fd);
+	if (pd == NULL || pd->kind != BB_FD_SOCKET) /* see do_io */
+		return BB_IN_SYSCALL(int, REAL(accept4)(fd, addr, addrlen, flags), true);
 	int saved = errno;
 	bool user_nb = (flags & SOCK_NONBLOCK) != 0;
 	for (;;) {
 		bb_testcancel();
 		int nfd = -1;
-		if (BB_PD_FORCED(pd) || BB_PD_UNB(pd)) {
+		if (BB_PD_FORCED(pd)) {
 			nfd = REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK);
+			if (nfd < 0 && (BB_PD_UNB(pd) || (errno != EAGAIN && errno != EWOULDBLOCK)))
+				return -1;
+		} else if (BB_PD_UNB(pd)) { /* may wait after all: see do_io */
+			nfd = BB_IN_SYSCALL(int, REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK),
+					    true);
 			if (nfd < 0 && (BB_PD_UNB(pd) || (errno != EAGAIN && errno != EWOULDBLOCK)))
 				return -1;
 		} else {
@@ -450,9 +465,13 @@ static int connect_when_room(int fd, const struct sockaddr *addr, socklen_t len,
  * then wait for writability and read the outcome from SO_ERROR */
 BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	bb_pd *pd = bb_on_g() ? bb_fd_view(fd) : NULL;
-	if (pd == NULL || BB_PD_UNB(pd))
+	if (!bb_on_g())
 		return REAL(connect)(fd, addr, len);
+	bb_pd *pd = bb_fd_view(fd);
+	if (pd == NULL) /* see do_io */
+		return BB_IN_SYSCALL(int, REAL(connect)(fd, addr, len), true);
+	if (BB_PD_UNB(pd) && BB_PD_FORCED(pd))
+		return REAL(connect)(fd, addr, len); /* cannot wait (see do_io) */
 	if (!BB_PD_FORCED(pd)) {
 		bb_entersyscall();
 		int r = REAL(connect)(fd, addr, len);
@@ -533,9 +552,13 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	static ssize_t (*real)(int, int, off_t *, size_t);
 	if (real == NULL)
 		real = (ssize_t(*)(int, int, off_t *, size_t))next("sendfile");
-	bb_pd *pd = bb_on_g() ? bb_fd_view(out) : NULL;
-	if (pd == NULL || BB_PD_UNB(pd))
+	if (!bb_on_g())
 		return real(out, in, off, count);
+	bb_pd *pd = bb_fd_view(out);
+	if (pd == NULL) /* see do_io */
+		return BB_IN_SYSCALL(ssize_t, real(out, in, off, count), false);
+	if (BB_PD_UNB(pd) && BB_PD_FORCED(pd))
+		return real(out, in, off, count); /* cannot wait (see do_io) */
 	if (!BB_PD_FORCED(pd)) {
 		bb_entersyscall();
 		ssize_t n = real(out, in, off, count);
