@@ -249,9 +249,87 @@ static void poke(void)
 	bb_deliver_signals();
 }
 
+/* ---- signals with a handler, and sleeps ----
+ *
+ * A sleep ends with EINTR when a handler runs while it waits. A process
+ * signal the kernel hands to this M while its G is still entering the sleep
+ * (bobbin's code, before the G parks) would run the handler right there,
+ * and the sleep would then last its whole time: natively that window is a
+ * few instructions before the system call, here it is the whole entry.
+ * (POSIX AIO with SIGEV_SIGNAL around a usleep, as stress-ng --aio does,
+ * slept its full 250 ms in about one wait of 16.) So a G entering a sleep
+ * blocks on its M the signals that have a handler and that it lets in:
+ * one that comes meanwhile stays pending until sysmon hands it to a G that
+ * takes it, the sleeper first once parked (main first, as the kernel
+ * prefers), and the sleep ends with EINTR. The next G the M runs, or this
+ * one when it runs again, has its own mask put back (bb_execute).
+ *
+ * handled: the signals whose action is a handler, read back from the
+ * kernel after every call that changes an action, and at start-up. */
+static _Atomic uint64_t handled;
+
+static void note_action(int sig)
+{
+	struct kaction ka;
+	if (sig < 1 || sig > 64 || bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
+		return;
+	if (ka.handler != SIG_DFL && ka.handler != SIG_IGN)
+		atomic_fetch_or(&handled, BB_SIGBIT(sig));
+	else
+		atomic_fetch_and(&handled, ~BB_SIGBIT(sig));
+}
+
+void bb_block_handled_for_wait(void)
+{
+	bb_g *gp = bb_getg();
+	uint64_t catch = atomic_load_explicit(&handled, memory_order_relaxed) & BB_IDLE_MASK &
+			 ~gp->sigmask;
+	if (catch == 0)
+		return;
+	bb_sysmon_ensure(); /* someone must hand on what stays pending */
+	bb_m *mp = bb_getm();
+	bb_apply_sigmask(mp, mp->sigmask | catch);
+}
+
+/* after the sleep, on whatever M the G runs now: its own mask again (a
+ * sleep that never parked, or a G resumed in place, saw no bb_execute) */
+void bb_unblock_after_wait(void)
+{
+	bb_g *gp = bb_getg();
+	bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
+}
+
+#define ACTION_WRAP(ret, name, params, args, sig, changes)          \
+	BB_EXPORT ret name params                                    \
+	{                                                            \
+		static ret(*real) params;                            \
+		if (real == NULL)                                    \
+			real = (ret(*) params)dlsym(RTLD_NEXT, #name); \
+		ret r_ = real args;                                  \
+		if (changes) {                                       \
+			int e_ = errno;                              \
+			note_action(sig);                            \
+			errno = e_;                                  \
+		}                                                    \
+		return r_;                                           \
+	}
+
+ACTION_WRAP(int, sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
+	    (sig, act, old), sig, act != NULL)
+ACTION_WRAP(int, __sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
+	    (sig, act, old), sig, act != NULL)
+ACTION_WRAP(sighandler_t, signal, (int sig, sighandler_t h), (sig, h), sig, true)
+ACTION_WRAP(sighandler_t, bsd_signal, (int sig, sighandler_t h), (sig, h), sig, true)
+ACTION_WRAP(sighandler_t, ssignal, (int sig, sighandler_t h), (sig, h), sig, true)
+ACTION_WRAP(sighandler_t, sysv_signal, (int sig, sighandler_t h), (sig, h), sig, true)
+ACTION_WRAP(sighandler_t, __sysv_signal, (int sig, sighandler_t h), (sig, h), sig, true)
+ACTION_WRAP(sighandler_t, sigset, (int sig, sighandler_t h), (sig, h), sig, true)
+
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
+	for (int sig = 1; sig <= 64; sig++)
+		note_action(sig); /* actions set before bobbin started */
 }
 
 /* Make sig pending for gp, which is not in a system call on its M: a

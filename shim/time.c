@@ -30,6 +30,7 @@ static int64_t sleep_until(int64_t deadline)
 {
 	bb_g *gp = bb_getg();
 	gp->sig_ran = false;
+	bb_block_handled_for_wait(); /* signal.c: a handler must end the sleep */
 	for (;;) {
 		bb_testcancel();
 		gp->sig_ignored = false;
@@ -42,6 +43,7 @@ static int64_t sleep_until(int64_t deadline)
 		/* woken by a pthread_kill of an ignored signal only: the
 		 * kernel would sleep on, and so do we */
 	}
+	bb_unblock_after_wait();
 	if (!gp->sig_ran)
 		return 0;
 	gp->sig_ran = false;
