@@ -151,6 +151,11 @@ static void route_pending(void)
 /* sleep us microseconds, or until a watched signal is pending */
 static void usleep_raw(int64_t us)
 {
+	/* a deferred signal is expected to be taken by its M at once: look
+	 * again soon, not after a nap of up to 10 ms, in case it was not (a
+	 * sleeper blocks such signals while it parks: shim/signal.c) */
+	if (deferred && us > 50)
+		us = 50;
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 	if (bb_sigfd < 0 || deferred) {
 		/* (deferred: the signalfd would report them at once) */

@@ -222,7 +222,7 @@ bool bb_run_own_signals_under(uint64_t mask);
 
 /* signal.c: before a sleep parks, block on the M the signals with a
  * handler that the G lets in (sysmon hands them on once it is parked) */
-void bb_block_handled_for_wait(void);
+bool bb_block_handled_for_wait(void); /* true: a pending one's handler ran */
 void bb_unblock_after_wait(void); /* and the G's own mask back after it */
 
 #endif

@@ -279,16 +279,32 @@ static void note_action(int sig)
 		atomic_fetch_and(&handled, ~BB_SIGBIT(sig));
 }
 
-void bb_block_handled_for_wait(void)
+bool bb_block_handled_for_wait(void)
 {
 	bb_g *gp = bb_getg();
 	uint64_t catch = atomic_load_explicit(&handled, memory_order_relaxed) & BB_IDLE_MASK &
 			 ~gp->sigmask;
 	if (catch == 0)
-		return;
+		return false;
 	bb_sysmon_ensure(); /* someone must hand on what stays pending */
 	bb_m *mp = bb_getm();
 	bb_apply_sigmask(mp, mp->sigmask | catch);
+	/* sysmon stops watching a signal it found no taker for (this G ran
+	 * its handler with it blocked, say): what stays pending now must be
+	 * seen again */
+	bb_sigwatch_add(catch);
+	/* one already pending ends the sleep before it starts, as the
+	 * kernel's nanosleep returns EINTR at once: its handler runs here */
+	uint64_t pend = 0;
+	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) == 0 && (pend & catch)) {
+		atomic_fetch_or(&gp->procsig, pend & catch);
+		bb_deliver_signals();
+		if (bb_getg()->sig_ran)
+			return true;
+		mp = bb_getm(); /* none ran after all (ignored meanwhile): block again */
+		bb_apply_sigmask(mp, mp->sigmask | catch);
+	}
+	return false;
 }
 
 /* after the sleep, on whatever M the G runs now: its own mask again (a

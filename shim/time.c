@@ -30,8 +30,9 @@ static int64_t sleep_until(int64_t deadline)
 {
 	bb_g *gp = bb_getg();
 	gp->sig_ran = false;
-	bb_block_handled_for_wait(); /* signal.c: a handler must end the sleep */
-	for (;;) {
+	/* signal.c: a handler must end the sleep, even one already due */
+	bool ran = bb_block_handled_for_wait();
+	for (; !ran;) {
 		bb_testcancel();
 		gp->sig_ignored = false;
 		bb_sleep_until(deadline);
