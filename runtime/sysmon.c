@@ -105,8 +105,12 @@ static bb_g *taker_of(uint64_t bit)
 }
 
 /* signals left to the kernel on the last look: their taker was on an M
- * (running, or in a system call) whose mask lets them in */
+ * (running, or in a system call) whose mask lets them in. recheck_soon:
+ * one of those takers was running, and may have been parking with the
+ * signal blocked (shim/signal.c): look again in 50 µs, not after a nap of
+ * up to 10 ms. (One in a system call, a sigwaitinfo, takes it there.) */
 static uint64_t deferred;
+static bool recheck_soon;
 
 /* Give each pending watched signal to a G that takes it, or stop watching
  * it. A taker on an M that lets it in gets it from the kernel: left alone
@@ -121,6 +125,7 @@ static void route_pending(void)
 		return;
 	pend &= atomic_load(&watch);
 	deferred &= pend;
+	recheck_soon = false;
 	while (pend) {
 		uint64_t bit = pend & -pend;
 		pend &= ~bit;
@@ -129,6 +134,7 @@ static void route_pending(void)
 			uint32_t st = atomic_load(&gp->status);
 			if (st == Grunning || st == Gsyscall) {
 				deferred |= bit;
+				recheck_soon |= st == Grunning;
 				continue;
 			}
 		}
@@ -154,7 +160,7 @@ static void usleep_raw(int64_t us)
 	/* a deferred signal is expected to be taken by its M at once: look
 	 * again soon, not after a nap of up to 10 ms, in case it was not (a
 	 * sleeper blocks such signals while it parks: shim/signal.c) */
-	if (deferred && us > 50)
+	if (recheck_soon && us > 50)
 		us = 50;
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 	if (bb_sigfd < 0 || deferred) {

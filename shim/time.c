@@ -11,6 +11,8 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int64_t ts_ns(const struct timespec *ts)
@@ -29,6 +31,20 @@ static bool ts_valid(const struct timespec *ts)
 static int64_t sleep_until(int64_t deadline)
 {
 	bb_g *gp = bb_getg();
+	if (bb_alone()) {
+		/* the process's only thread sleeps in the kernel, as natively:
+		 * nobody else needs its P, and a process signal then reaches it
+		 * directly (its handler runs at once, the sleep fails with
+		 * EINTR) instead of through sysmon's hand-over */
+		struct timespec ts = {deadline / 1000000000, deadline % 1000000000};
+		long r = BB_IN_SYSCALL(long, bb_rawsyscall6(SYS_clock_nanosleep, CLOCK_MONOTONIC,
+							    TIMER_ABSTIME, (long)&ts, 0, 0, 0),
+				       true);
+		if (r != -EINTR)
+			return 0;
+		int64_t left = deadline - bb_nanotime();
+		return left > 0 ? left : 1;
+	}
 	gp->sig_ran = false;
 	/* signal.c: a handler must end the sleep, even one already due */
 	bool ran = bb_block_handled_for_wait();
