@@ -268,15 +268,23 @@ static void poke(void)
  * kernel after every call that changes an action, and at start-up. */
 static _Atomic uint64_t handled;
 
-static void note_action(int sig)
+/* sig's action is now h (on success of the call that set it) */
+static void note_handler(int sig, void *h)
 {
-	struct kaction ka;
-	if (sig < 1 || sig > 64 || bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
+	if (sig < 1 || sig > 64)
 		return;
-	if (ka.handler != SIG_DFL && ka.handler != SIG_IGN)
+	if (h != (void *)SIG_DFL && h != (void *)SIG_IGN)
 		atomic_fetch_or(&handled, BB_SIGBIT(sig));
 	else
 		atomic_fetch_and(&handled, ~BB_SIGBIT(sig));
+}
+
+/* sig's action as the kernel has it (at start-up) */
+static void note_action(int sig)
+{
+	struct kaction ka;
+	if (sig >= 1 && sig <= 64 && bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) == 0)
+		note_handler(sig, ka.handler);
 }
 
 bool bb_block_handled_for_wait(void)
@@ -315,31 +323,32 @@ void bb_unblock_after_wait(void)
 	bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
 }
 
-#define ACTION_WRAP(ret, name, params, args, sig, changes)          \
-	BB_EXPORT ret name params                                    \
-	{                                                            \
-		static ret(*real) params;                            \
-		if (real == NULL)                                    \
+#define ACTION_WRAP(ret, name, params, args, ok, sig, h)           \
+	BB_EXPORT ret name params                                  \
+	{                                                          \
+		static ret(*real) params;                          \
+		if (real == NULL)                                  \
 			real = (ret(*) params)dlsym(RTLD_NEXT, #name); \
-		ret r_ = real args;                                  \
-		if (changes) {                                       \
-			int e_ = errno;                              \
-			note_action(sig);                            \
-			errno = e_;                                  \
-		}                                                    \
-		return r_;                                           \
+		ret r_ = real args;                                \
+		if (ok)                                            \
+			note_handler(sig, (void *)(h));            \
+		return r_;                                         \
 	}
 
 ACTION_WRAP(int, sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
-	    (sig, act, old), sig, act != NULL)
+	    (sig, act, old), r_ == 0 && act, sig, act->sa_handler)
 ACTION_WRAP(int, __sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
-	    (sig, act, old), sig, act != NULL)
-ACTION_WRAP(sighandler_t, signal, (int sig, sighandler_t h), (sig, h), sig, true)
-ACTION_WRAP(sighandler_t, bsd_signal, (int sig, sighandler_t h), (sig, h), sig, true)
-ACTION_WRAP(sighandler_t, ssignal, (int sig, sighandler_t h), (sig, h), sig, true)
-ACTION_WRAP(sighandler_t, sysv_signal, (int sig, sighandler_t h), (sig, h), sig, true)
-ACTION_WRAP(sighandler_t, __sysv_signal, (int sig, sighandler_t h), (sig, h), sig, true)
-ACTION_WRAP(sighandler_t, sigset, (int sig, sighandler_t h), (sig, h), sig, true)
+	    (sig, act, old), r_ == 0 && act, sig, act->sa_handler)
+#define SIGNAL_WRAP(name) \
+	ACTION_WRAP(sighandler_t, name, (int sig, sighandler_t h), (sig, h), r_ != SIG_ERR, sig, h)
+SIGNAL_WRAP(signal)
+SIGNAL_WRAP(bsd_signal)
+SIGNAL_WRAP(ssignal)
+SIGNAL_WRAP(sysv_signal)
+SIGNAL_WRAP(__sysv_signal)
+/* SIG_HOLD only blocks the signal: the action stays */
+ACTION_WRAP(sighandler_t, sigset, (int sig, sighandler_t h), (sig, h),
+	    r_ != SIG_ERR && h != SIG_HOLD, sig, h)
 
 void bb_signal_init(void)
 {
