@@ -140,6 +140,15 @@ static ssize_t do_io(ioreq *r)
 	for (;;) {
 		bb_testcancel();
 		ssize_t n = attempt(pd, r);
+		if (n < 0 && errno == ENOTSOCK && pd->kind == BB_FD_SOCKET) {
+			/* the number was closed and is another file now, and
+			 * the view learned of the socket it was came back in
+			 * between (another thread's call raced the close):
+			 * learn the file afresh, as the kernel sees it */
+			bb_fd_forget(r->fd);
+			errno = saved;
+			return do_io(r);
+		}
 		if (n != -2) {
 			if (n >= 0)
 				errno = saved;

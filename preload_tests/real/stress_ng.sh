@@ -63,7 +63,8 @@ run() {
         nfails=${#REAL_FAILS[@]}
         run_once "$@"
         if [ "$2" = native ] && [ "$tries" -lt 3 ] &&
-            grep -q 'out of system resources' "$REAL_WORK/sn_$1_$2.out" "$REAL_WORK/sn_$1_$2.err"; then
+            grep -qE 'out of system resources|could not create any pthreads' \
+                "$REAL_WORK/sn_$1_$2.out" "$REAL_WORK/sn_$1_$2.err"; then
             REAL_FAILS=("${REAL_FAILS[@]:0:$nfails}")
             tries=$((tries + 1))
             real_say "the native run ran out of system resources: again (try $tries)"
