@@ -406,13 +406,14 @@ BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int fla
 	for (;;) {
 		bb_testcancel();
 		int nfd = -1;
-		if (BB_PD_FORCED(pd)) {
-			nfd = REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK);
-			if (nfd < 0 && (BB_PD_UNB(pd) || (errno != EAGAIN && errno != EWOULDBLOCK)))
-				return -1;
-		} else if (BB_PD_UNB(pd)) { /* may wait after all: see do_io */
-			nfd = BB_IN_SYSCALL(int, REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK),
-					    true);
+		if (BB_PD_FORCED(pd) || BB_PD_UNB(pd)) {
+			/* only where bobbin keeps it non-blocking is the call
+			 * sure not to wait (see do_io) */
+			nfd = BB_PD_FORCED(pd)
+				      ? REAL(accept4)(fd, addr, addrlen, flags | SOCK_NONBLOCK)
+				      : BB_IN_SYSCALL(int, REAL(accept4)(fd, addr, addrlen,
+									 flags | SOCK_NONBLOCK),
+						      true);
 			if (nfd < 0 && (BB_PD_UNB(pd) || (errno != EAGAIN && errno != EWOULDBLOCK)))
 				return -1;
 		} else {
@@ -477,18 +478,12 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!bb_on_g())
 		return REAL(connect)(fd, addr, len);
 	bb_pd *pd = bb_fd_view(fd);
-	if (pd == NULL) /* see do_io */
+	/* closed when looked at, or a socket bobbin does not keep non-blocking:
+	 * the kernel's call, which may wait (see do_io) */
+	if (pd == NULL || !BB_PD_FORCED(pd))
 		return BB_IN_SYSCALL(int, REAL(connect)(fd, addr, len), true);
-	if (BB_PD_UNB(pd) && BB_PD_FORCED(pd))
-		return REAL(connect)(fd, addr, len); /* cannot wait (see do_io) */
-	if (!BB_PD_FORCED(pd)) {
-		bb_entersyscall();
-		int r = REAL(connect)(fd, addr, len);
-		int e = errno;
-		bb_exitsyscall();
-		errno = e;
-		return r;
-	}
+	if (BB_PD_UNB(pd))
+		return REAL(connect)(fd, addr, len); /* the program's EINPROGRESS */
 	int saved = errno;
 	bb_testcancel();
 	int r = REAL(connect)(fd, addr, len);
@@ -564,11 +559,7 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 	if (!bb_on_g())
 		return real(out, in, off, count);
 	bb_pd *pd = bb_fd_view(out);
-	if (pd == NULL) /* see do_io */
-		return BB_IN_SYSCALL(ssize_t, real(out, in, off, count), false);
-	if (BB_PD_UNB(pd) && BB_PD_FORCED(pd))
-		return real(out, in, off, count); /* cannot wait (see do_io) */
-	if (!BB_PD_FORCED(pd)) {
+	if (pd == NULL || !BB_PD_FORCED(pd)) { /* may wait in the kernel (see connect) */
 		bb_entersyscall();
 		ssize_t n = real(out, in, off, count);
 		int e = errno;

@@ -264,8 +264,9 @@ static void poke(void)
  * prefers), and the sleep ends with EINTR. The next G the M runs, or this
  * one when it runs again, has its own mask put back (bb_execute).
  *
- * handled: the signals whose action is a handler, read back from the
- * kernel after every call that changes an action, and at start-up. */
+ * handled: the signals whose action is a handler, as set by the calls that
+ * change actions (from their own arguments) or read from the kernel at
+ * start-up. */
 static _Atomic uint64_t handled;
 
 /* sig's action is now h (on success of the call that set it) */
