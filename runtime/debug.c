@@ -275,14 +275,14 @@ static struct sigaction prev_quit;
 static void quit_handler(int sig)
 {
 	bb_dump_all("SIGQUIT: dump of every thread");
-	sigaction(SIGQUIT, &prev_quit, NULL);
+	bb_real_sigaction(SIGQUIT, &prev_quit, NULL);
 	raise(SIGQUIT); /* the program dies as it would natively */
 }
 
 void bb_debug_signals_init(void)
 {
 	struct sigaction old;
-	if (sigaction(SIGQUIT, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+	if (bb_real_sigaction(SIGQUIT, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
 	    old.sa_handler != SIG_DFL)
 		return; /* the program's own handler, or ignored: leave it */
 	struct sigaction sa;
@@ -291,7 +291,7 @@ void bb_debug_signals_init(void)
 	sa.sa_flags = SA_ONSTACK | SA_RESTART;
 	sigfillset(&sa.sa_mask);
 	prev_quit = old;
-	sigaction(SIGQUIT, &sa, NULL);
+	bb_real_sigaction(SIGQUIT, &sa, NULL);
 }
 
 /* ---- deadlock ----

@@ -168,6 +168,11 @@ static bool in_bobbin(uintptr_t pc)
 	return nself == 0; /* unknown: assume the worst */
 }
 
+bool bb_pc_in_bobbin(uintptr_t pc)
+{
+	return in_bobbin(pc);
+}
+
 /* A stuck M (blocked in the kernel in code bobbin cannot see, e.g. glibc's
  * own write inside fwrite) gives up its P from its own thread: the handler
  * runs on that M, so nothing else of the M can be using the P meanwhile.
@@ -272,6 +277,12 @@ void bb_preempt_init(void)
 			bb_printf("bobbin: ignoring BOBBIN_TIMESLICE=%s (want milliseconds, 1..10000)\n", ts);
 	}
 	nopreempt = getenv("BOBBIN_NOPREEMPT");
+	/* bobbin's own code ranges: also for the program's signal handlers
+	 * (shim/signal.c), with or without asynchronous preemption */
+	Dl_info self;
+	if (dladdr((void *)bb_preempt_init, &self))
+		selfbase = self.dli_fbase;
+	dl_iterate_phdr(add_ranges, selfbase);
 	if (bb_debug.asyncpreemptoff)
 		return;
 	unsigned a, b, c, d;
@@ -280,19 +291,15 @@ void bb_preempt_init(void)
 	__cpuid_count(0xd, 0, a, b, c, d);
 	bb_xsave_size = b;
 	struct sigaction old;
-	if (sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+	if (bb_real_sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
 	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 		return; /* the program's own signal: leave it alone */
-	Dl_info self;
-	if (dladdr((void *)bb_preempt_init, &self))
-		selfbase = self.dli_fbase;
-	dl_iterate_phdr(add_ranges, selfbase);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(SIGURG, &sa, NULL) == 0)
+	if (bb_real_sigaction(SIGURG, &sa, NULL) == 0)
 		bb_async_preempt = true;
 }
 

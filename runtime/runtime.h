@@ -265,6 +265,10 @@ struct bb_m {
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	bool dropping;            /* counted in sched.nmdropping: sched.lock */
 	void *waitarg;
+	/* a program's handler the kernel ran on this M over bobbin's own code
+	 * (shim/signal.c): its frame, and that frame's return address, while
+	 * it runs; every interposed call runs natively below it */
+	uintptr_t signative_fp, signative_ra;
 };
 
 typedef struct bb_sched {
@@ -442,6 +446,10 @@ void bb_startm(bb_p *pp, bool spinning);
 void bb_m_on_thread_start(bb_m *mp);
 extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), void *);
 #include <signal.h>
+/* glibc's sigaction, for bobbin's own handlers (the exported one guards
+ * the program's: shim/signal.c) */
+int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+bool bb_pc_in_bobbin(uintptr_t pc); /* pc is in bobbin's own code (preempt.c) */
 void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
@@ -603,6 +611,17 @@ static inline void bb_reattach(void)
  * fails one of the two tests, or by rare chance passes them and only keeps
  * the G from being detached that once. Only frames on the G's own stack
  * count: a handler on an alternate stack neither marks nor reads one. */
+/* sp (on gp's stack) is below a live handler frame of a program's
+ * handler that runs natively (shim/signal.c). Only a frame on the same
+ * stack is looked at: a stale one (the handler left by longjmp) on a stack
+ * since freed is never read. */
+static inline bool bb_sig_native_live(const bb_m *mp, const bb_g *gp, uintptr_t sp)
+{
+	uintptr_t fp = mp->signative_fp;
+	return fp != 0 && sp < fp && fp + 16 <= gp->stack_hi && fp >= gp->stack_lo &&
+	       *(const uintptr_t *)(fp + 8) == mp->signative_ra;
+}
+
 static inline bool bb_rt_live(const bb_g *gp, uintptr_t sp)
 {
 	uintptr_t fp = gp->rt_fp;

@@ -221,6 +221,6 @@ void bb_stack_signal_init(bb_m *mp)
 		sa.sa_sigaction = segv_handler;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 		sigemptyset(&sa.sa_mask);
-		sigaction(SIGSEGV, &sa, &prev_segv);
+		bb_real_sigaction(SIGSEGV, &sa, &prev_segv);
 	}
 }

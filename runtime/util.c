@@ -6,6 +6,8 @@
  */
 #include "runtime.h"
 
+#include <dlfcn.h>
+
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -184,4 +186,15 @@ uint32_t bb_fastrand(void)
 	mp->fastrand[0] = s0;
 	mp->fastrand[1] = s1;
 	return s0 + s1;
+}
+
+/* glibc's sigaction, for bobbin's own handlers: the one bobbin exports
+ * guards the program's (shim/signal.c) */
+int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	static int (*real)(int, const struct sigaction *, struct sigaction *);
+	if (real == NULL)
+		real = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
+											  "sigaction");
+	return real(sig, act, old);
 }

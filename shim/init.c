@@ -18,6 +18,7 @@ void bb_cancel_init(void);
 void bb_thread_defaults_init(void);
 void bb_identity_init(void);
 void bb_signal_init(void);
+void bb_signal_guard_existing(void);
 void *bb_run_with_landing_pad(bb_g *gp);
 
 /* BOBBIN_STATS=1: a short table on stderr at exit */
@@ -101,6 +102,7 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 		return;
 	}
 	bb_active = true;
+	bb_signal_guard_existing();
 	const char *stats = getenv("BOBBIN_STATS");
 	if (stats && *stats && *stats != '0') {
 		bb_stats_on = true;

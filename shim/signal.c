@@ -175,6 +175,8 @@ static bool take_process_signal(int sig, siginfo_t *si)
 	return r == sig;
 }
 
+static void program_action(int sig, struct kaction *ka);
+
 void bb_deliver_signals(void)
 {
 	bb_g *gp = bb_getg();
@@ -201,6 +203,7 @@ void bb_deliver_signals(void)
 		struct kaction ka;
 		if (bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
 			continue;
+		program_action(sig, &ka);
 		if (ka.handler == SIG_IGN) {
 			gp->sig_ignored = true;
 			continue;
@@ -324,38 +327,319 @@ void bb_unblock_after_wait(void)
 	bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
 }
 
-#define ACTION_WRAP(ret, name, params, args, ok, sig, h)           \
-	BB_EXPORT ret name params                                  \
-	{                                                          \
-		static ret(*real) params;                          \
-		if (real == NULL)                                  \
-			real = (ret(*) params)dlsym(RTLD_NEXT, #name); \
-		ret r_ = real args;                                \
-		if (ok)                                            \
-			note_handler(sig, (void *)(h));            \
-		return r_;                                         \
-	}
+/* ---- the program's handlers, as the kernel runs them ----
+ *
+ * The kernel runs a handler on whatever M takes a process signal, at any
+ * instruction of the G running there, bobbin's own code included, inside a
+ * signal frame on that OS thread. Two things follow.
+ * - Over bobbin's own code (an interposed call halfway through, a system
+ *   call made for the G, the switch to another G) nothing the handler calls
+ *   may switch the G or touch the scheduler: the code below may hold the M
+ *   and P in registers, or be changing a run queue. Such a handler runs
+ *   natively: its interposed calls run as on a thread bobbin did not make
+ *   (mp->signative_fp, bb_on_g).
+ * - Over the program's own code the handler is the G's and may wait as the
+ *   G's code may: a blocking call lets the P go, and the G may come back on
+ *   another M. Its signal frame then ends on another OS thread than it
+ *   began on, and the kernel's return from it (rt_sigreturn) installs the
+ *   first thread's alternate signal stack, saved in the frame, on the
+ *   second: two Ms shared one alternate stack, and two signals taken at
+ *   once on it overwrote each other's frames (an M resumed another M's
+ *   registers; selfpipe_signals crashed in ~5 runs of 100). The saved
+ *   stack is made this thread's own before the frame returns, and bobbin's
+ *   record of the thread's mask what the return will set.
+ *
+ * So a handler the program installs is installed as `trampoline`, which
+ * looks at where it landed and calls the program's. The calls that read an
+ * action back see the program's own handler and flags. A handler installed
+ * by a raw rt_sigaction system call is not seen. */
+struct progact {
+	void *fn;
+	uint64_t mask; /* sa_mask: blocked while it runs, with the signal */
+	bool siginfo;  /* SA_SIGINFO: fn takes three arguments */
+	bool nodefer;
+	_Atomic bool ready;
+};
+#define NPROGACT 4096
+/* interned (handler, mask, flags), never freed: a handler running may
+ * still read one that a later sigaction replaced */
+static struct progact progacts[NPROGACT];
+static _Atomic int nprogacts;
+static _Atomic(const struct progact *) acts[65];
+static _Atomic uint64_t interrupting; /* siginterrupt(sig, 1): signal() leaves out SA_RESTART */
 
-ACTION_WRAP(int, sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
-	    (sig, act, old), r_ == 0 && act, sig, act->sa_handler)
-ACTION_WRAP(int, __sigaction, (int sig, const struct sigaction *act, struct sigaction *old),
-	    (sig, act, old), r_ == 0 && act, sig, act->sa_handler)
-#define SIGNAL_WRAP(name) \
-	ACTION_WRAP(sighandler_t, name, (int sig, sighandler_t h), (sig, h), r_ != SIG_ERR, sig, h)
-SIGNAL_WRAP(signal)
-SIGNAL_WRAP(bsd_signal)
-SIGNAL_WRAP(ssignal)
-SIGNAL_WRAP(sysv_signal)
-SIGNAL_WRAP(__sysv_signal)
-/* SIG_HOLD only blocks the signal: the action stays */
-ACTION_WRAP(sighandler_t, sigset, (int sig, sighandler_t h), (sig, h),
-	    r_ != SIG_ERR && h != SIG_HOLD, sig, h)
+/* lock-free, so that a handler may call sigaction (it is async-signal-safe) */
+static const struct progact *intern(void *fn, uint64_t mask, bool siginfo, bool nodefer)
+{
+	int n = atomic_load(&nprogacts);
+	for (int i = 0; i < n && i < NPROGACT; i++) {
+		const struct progact *a = &progacts[i];
+		if (atomic_load_explicit(&a->ready, memory_order_acquire) && a->fn == fn &&
+		    a->mask == mask && a->siginfo == siginfo && a->nodefer == nodefer)
+			return a;
+	}
+	int i = atomic_fetch_add(&nprogacts, 1);
+	if (i >= NPROGACT)
+		return NULL;
+	struct progact *a = &progacts[i];
+	a->fn = fn;
+	a->mask = mask;
+	a->siginfo = siginfo;
+	a->nodefer = nodefer;
+	atomic_store_explicit(&a->ready, true, memory_order_release);
+	return a;
+}
+
+static void call_program(const struct progact *a, int sig, siginfo_t *si, void *uc)
+{
+	if (a->siginfo)
+		((void (*)(int, siginfo_t *, void *))a->fn)(sig, si, uc);
+	else
+		((void (*)(int))a->fn)(sig);
+}
+
+static void trampoline(int sig, siginfo_t *si, void *ucv)
+{
+	const struct progact *a = atomic_load_explicit(&acts[sig], memory_order_acquire);
+	if (a == NULL)
+		return; /* cannot be: set before the action */
+	ucontext_t *uc = ucv;
+	bb_m *mp = bb_active && bb_tls_m && bb_getgsbase() != 0 ? bb_getm() : NULL;
+	bb_g *gp = mp ? mp->curg : NULL;
+	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	if (gp == NULL || fp < gp->stack_lo || fp >= gp->stack_hi) {
+		/* not on a G's stack (a thread bobbin did not make, an M
+		 * between two Gs, an alternate signal stack): its interposed
+		 * calls see no G and run natively already */
+		call_program(a, sig, si, uc);
+		return;
+	}
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	if (bb_pc_in_bobbin(pc) || bb_rt_live(gp, sp) || bb_sig_native_live(mp, gp, sp)) {
+		/* over bobbin's code, or over such a handler: natively. The
+		 * G cannot leave this M meanwhile, so mp stays the M */
+		uintptr_t ofp = mp->signative_fp, ora = mp->signative_ra;
+		mp->signative_ra = (uintptr_t)__builtin_return_address(0);
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->signative_fp = fp;
+		atomic_signal_fence(memory_order_seq_cst);
+		call_program(a, sig, si, uc);
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->signative_fp = ofp;
+		mp->signative_ra = ora;
+		return;
+	}
+	/* the G's own handler: while it runs, the G's mask blocks what the
+	 * kernel blocked for it (bobbin sets the G's mask on whatever M it
+	 * runs, and would otherwise let the signal in again) */
+	uint64_t saved = gp->sigmask, ucmask;
+	memcpy(&ucmask, &uc->uc_sigmask, sizeof ucmask);
+	gp->sigmask = (saved | a->mask | (a->nodefer ? 0 : BB_SIGBIT(sig))) & ~BB_GLIBC_SIGNALS;
+	call_program(a, sig, si, uc);
+	bb_m *now = bb_getm();
+	now->curg->sigmask = saved;
+	if (now != mp) {
+		/* the frame returns on another OS thread: with its stack */
+		stack_t ss;
+		if (sigaltstack(NULL, &ss) == 0)
+			uc->uc_stack = ss;
+	}
+	now->sigmask = ucmask; /* the kernel's mask once the frame returns */
+}
+
+/* an action as the kernel has it, back to what the program installed */
+static void show_program(struct sigaction *old, const struct progact *a)
+{
+	if (old->sa_sigaction != trampoline || a == NULL)
+		return;
+	old->sa_sigaction = (void (*)(int, siginfo_t *, void *))a->fn;
+	if (!a->siginfo)
+		old->sa_flags &= ~SA_SIGINFO;
+}
+
+/* the kernel's action for sig (read raw), with the program's handler */
+static void program_action(int sig, struct kaction *ka)
+{
+	if (ka->handler != (void *)trampoline)
+		return;
+	const struct progact *a = atomic_load_explicit(&acts[sig], memory_order_acquire);
+	if (a == NULL)
+		return;
+	ka->handler = a->fn;
+	ka->flags = a->siginfo ? ka->flags | KSA_SIGINFO : ka->flags & ~(unsigned long)KSA_SIGINFO;
+}
+
+static int set_action(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	void *h = act ? (void *)act->sa_handler : NULL;
+	const struct progact *a = NULL;
+	if (act && bb_active && sig >= 1 && sig <= 64 && h != (void *)SIG_DFL && h != (void *)SIG_IGN) {
+		uint64_t mask;
+		memcpy(&mask, &act->sa_mask, sizeof mask);
+		a = intern(h, mask, act->sa_flags & SA_SIGINFO, act->sa_flags & SA_NODEFER);
+		if (a == NULL) {
+			static _Atomic int warned;
+			if (!atomic_exchange(&warned, 1))
+				bb_printf("bobbin: more than %d distinct signal actions; later "
+					  "handlers run unguarded\n", NPROGACT);
+		}
+	}
+	if (a == NULL) {
+		int r = bb_real_sigaction(sig, act, old);
+		if (r == 0 && old && sig >= 1 && sig <= 64)
+			show_program(old, atomic_load(&acts[sig]));
+		if (r == 0 && act)
+			note_handler(sig, h);
+		return r;
+	}
+	struct sigaction w = *act;
+	w.sa_sigaction = trampoline;
+	w.sa_flags |= SA_SIGINFO;
+	/* published before the kernel can run the trampoline for it */
+	const struct progact *prev = atomic_exchange(&acts[sig], a);
+	int r = bb_real_sigaction(sig, &w, old);
+	if (r != 0) {
+		atomic_compare_exchange_strong(&acts[sig], &a, prev);
+		return r;
+	}
+	if (old)
+		show_program(old, prev);
+	note_handler(sig, h);
+	return 0;
+}
+
+BB_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return set_action(sig, act, old);
+}
+
+BB_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return set_action(sig, act, old);
+}
+
+/* glibc's signal() and its relatives set their actions through an
+ * internal sigaction that no interposition reaches: done here, as they do */
+static sighandler_t set_handler(int sig, sighandler_t h, int flags, bool block_self)
+{
+	if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	if (block_self)
+		sigaddset(&sa.sa_mask, sig);
+	sa.sa_flags = flags;
+	if (set_action(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* BSD semantics, glibc's signal(): restarting, unless siginterrupt said not */
+static sighandler_t bsd_handler(int sig, sighandler_t h)
+{
+	bool intr = sig >= 1 && sig <= 64 && (atomic_load(&interrupting) & BB_SIGBIT(sig));
+	return set_handler(sig, h, intr ? 0 : SA_RESTART, true);
+}
+
+BB_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	return bsd_handler(sig, h);
+}
+
+BB_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return bsd_handler(sig, h);
+}
+
+BB_EXPORT sighandler_t ssignal(int sig, sighandler_t h)
+{
+	return bsd_handler(sig, h);
+}
+
+/* System V semantics: reset at delivery, not blocked while it runs */
+BB_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, false);
+}
+
+BB_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, false);
+}
+
+BB_EXPORT int siginterrupt(int sig, int interrupt)
+{
+	struct sigaction a;
+	if (sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (set_action(sig, NULL, &a) < 0)
+		return -1;
+	if (interrupt) {
+		atomic_fetch_or(&interrupting, BB_SIGBIT(sig));
+		a.sa_flags &= ~SA_RESTART;
+	} else {
+		atomic_fetch_and(&interrupting, ~BB_SIGBIT(sig));
+		a.sa_flags |= SA_RESTART;
+	}
+	return set_action(sig, &a, NULL);
+}
+
+/* System V's sigset: SIG_HOLD blocks; a disposition also unblocks */
+BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	sigset_t set, oset;
+	sigemptyset(&set);
+	if (sigaddset(&set, sig) < 0)
+		return SIG_ERR;
+	struct sigaction act, oact;
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &set, &oset) < 0)
+			return SIG_ERR;
+		if (sigismember(&oset, sig))
+			return SIG_HOLD;
+		if (set_action(sig, NULL, &oact) < 0)
+			return SIG_ERR;
+		return oact.sa_handler;
+	}
+	memset(&act, 0, sizeof act);
+	act.sa_handler = disp;
+	sigemptyset(&act.sa_mask);
+	if (set_action(sig, &act, &oact) < 0)
+		return SIG_ERR;
+	if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0)
+		return SIG_ERR;
+	return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
+}
 
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
 	for (int sig = 1; sig <= 64; sig++)
 		note_action(sig); /* actions set before bobbin started */
+}
+
+/* once bobbin runs: handlers installed before it started, guarded too */
+void bb_signal_guard_existing(void)
+{
+	for (int sig = 1; sig <= 64; sig++) {
+		struct sigaction cur;
+		if (sig == 32 || sig == 33 || bb_real_sigaction(sig, NULL, &cur) != 0)
+			continue;
+		void *h = (void *)cur.sa_handler;
+		if (h == (void *)SIG_DFL || h == (void *)SIG_IGN || h == (void *)trampoline)
+			continue;
+		Dl_info in, self;
+		if (dladdr(h, &in) && dladdr((void *)trampoline, &self) && in.dli_fbase == self.dli_fbase)
+			continue; /* bobbin's own */
+		set_action(sig, &cur, NULL);
+	}
 }
 
 /* Make sig pending for gp, which is not in a system call on its M: a
