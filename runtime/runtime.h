@@ -269,6 +269,10 @@ struct bb_m {
 	 * (shim/signal.c): its frame, and that frame's return address, while
 	 * it runs; every interposed call runs natively below it */
 	uintptr_t signative_fp, signative_ra;
+	/* program's handlers the kernel runs on this M outside any G, or
+	 * natively over bobbin's code (shim/signal.c): their wake-ups go
+	 * through sysmon (bb_defer_ready) */
+	int insig;
 };
 
 typedef struct bb_sched {
@@ -586,6 +590,8 @@ void bb_check_stuck(bb_p *pp);
 char bb_thread_state(pid_t tid);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
+bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, mp->insig */
+bool bb_defer_sema_wake(void *addr);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
 /* The signal handler detached this M's P while the G was stuck in the

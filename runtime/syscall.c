@@ -20,9 +20,12 @@
 static _Atomic int sysmon_started;
 void bb_sysmon_start(void);
 
+void bb_sysmon_deferred_forkchild(void);
+
 void bb_sysmon_forkchild(void)
 {
 	atomic_store(&sysmon_started, 0); /* sysmon did not survive: restart on demand */
+	bb_sysmon_deferred_forkchild();
 }
 
 void bb_sysmon_ensure(void)

@@ -20,7 +20,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,10 +70,98 @@ void bb_sigwatch_add(uint64_t sigs)
 	bb_lock_release(&watchlock);
 }
 
+/* ---- wake-ups from the program's signal handlers ----
+ *
+ * A handler the kernel runs on an M outside any G (between two Gs, or over
+ * bobbin's own code: shim/signal.c counts those in mp->insig) may neither
+ * put a G on a run queue nor take a lock: the code it interrupted may be
+ * changing that queue, or hold that lock, on this very thread (a sem_post
+ * from such a handler broke a P's run queue: "pidleput: P0 has runnable
+ * Gs"). Its wake-ups come here instead: the Gs it made runnable on a
+ * lock-free list, the semaphores it posted to in a ring. sysmon, kicked
+ * through an eventfd, puts the Gs on the global queue and wakes Ms. */
+static int kickfd = -1;
+static _Atomic bool sysmon_live; /* sysmon runs and polls kickfd */
+static _Atomic(bb_g *) sigready;
+#define NSEMWAKE 1024
+static _Atomic uintptr_t semwake[NSEMWAKE];
+static _Atomic uint32_t semwake_head, semwake_tail;
+
+static void kick(void)
+{
+	uint64_t one = 1;
+	bb_rawsyscall6(SYS_write, kickfd, (long)&one, sizeof one, 0, 0, 0);
+}
+
+/* gp (already Grunnable) to a run queue, by sysmon; false: do it yourself */
+bool bb_defer_ready(bb_g *gp)
+{
+	if (!atomic_load(&sysmon_live))
+		return false;
+	bb_g *old = atomic_load(&sigready);
+	do
+		gp->schedlink = old;
+	while (!atomic_compare_exchange_weak(&sigready, &old, gp));
+	kick();
+	return true;
+}
+
+/* one waiter of the semaphore word at addr woken, by sysmon; false: the
+ * ring is full (or sysmon not running), do it yourself */
+bool bb_defer_sema_wake(void *addr)
+{
+	if (!atomic_load(&sysmon_live))
+		return false;
+	uint32_t t = atomic_load(&semwake_tail);
+	do {
+		if (t - atomic_load(&semwake_head) >= NSEMWAKE)
+			return false;
+	} while (!atomic_compare_exchange_weak(&semwake_tail, &t, t + 1));
+	atomic_store_explicit(&semwake[t % NSEMWAKE], (uintptr_t)addr, memory_order_release);
+	kick();
+	return true;
+}
+
+/* in a fork child: sysmon is gone (until started again), and with it
+ * whatever the parent's handlers had left for it */
+void bb_sysmon_deferred_forkchild(void)
+{
+	atomic_store(&sysmon_live, false);
+	atomic_store(&sigready, NULL);
+	atomic_store(&semwake_head, atomic_load(&semwake_tail));
+	for (int i = 0; i < NSEMWAKE; i++)
+		atomic_store(&semwake[i], 0);
+}
+
+static void run_deferred(void)
+{
+	bb_g *list = atomic_exchange(&sigready, NULL);
+	while (list) {
+		bb_g *gp = list;
+		list = gp->schedlink;
+		gp->schedlink = NULL;
+		bb_lock_acquire(&bb_sched_.lock);
+		bb_globrunqput(gp);
+		bb_lock_release(&bb_sched_.lock);
+		bb_wakep();
+	}
+	uint32_t h = atomic_load(&semwake_head);
+	while (h != atomic_load(&semwake_tail)) {
+		uintptr_t a = atomic_exchange(&semwake[h % NSEMWAKE], 0);
+		if (a == 0)
+			break; /* taken, not yet written: its writer kicks again */
+		atomic_store(&semwake_head, ++h);
+		/* as sem_post: the waiter parked, or one that is not a G in
+		 * glibc's futex on the same word */
+		if (bb_sema_wake((void *)a, 1) == 0)
+			bb_futex((_Atomic uint32_t *)a, FUTEX_WAKE, 1, NULL);
+	}
+}
+
 bool bb_own_fd(int fd)
 {
 	return fd >= 0 && ((bb_netpoll_inited() && (fd == bb_epfd || fd == bb_breakfd)) ||
-			   fd == bb_sigfd);
+			   fd == bb_sigfd || fd == kickfd);
 }
 
 struct taker {
@@ -163,19 +253,26 @@ static void usleep_raw(int64_t us)
 	if (recheck_soon && us > 50)
 		us = 50;
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-	if (bb_sigfd < 0 || deferred) {
-		/* (deferred: the signalfd would report them at once) */
-		bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
-		if (deferred)
-			route_pending();
-		return;
+	/* (deferred: the signalfd would report them at once; a negative fd
+	 * is left out of the poll) */
+	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !deferred ? bb_sigfd : -1, POLLIN, 0},
+				{kickfd, POLLIN, 0}};
+	long n = bb_rawsyscall6(SYS_ppoll, (long)pfd, 2, (long)&ts, 0, 8, 0);
+	if (n > 0 && pfd[1].revents) {
+		uint64_t v;
+		if (!(pfd[1].revents & POLLIN) ||
+		    bb_rawsyscall6(SYS_read, kickfd, (long)&v, sizeof v, 0, 0, 0) != sizeof v)
+			atomic_store(&sysmon_live, false); /* not our eventfd: handlers wake directly */
 	}
-	struct pollfd pfd = {bb_sigfd, POLLIN, 0};
-	long n = bb_rawsyscall6(SYS_ppoll, (long)&pfd, 1, (long)&ts, 0, 8, 0);
-	if (n == 1 && (pfd.revents & POLLIN))
+	if (n > 0 && pfd[0].fd >= 0 && pfd[0].revents) {
+		if (pfd[0].revents & POLLIN)
+			route_pending();
+		else /* not a signalfd any more: no more signal watching */
+			bb_sigfd = -1;
+	}
+	if (deferred)
 		route_pending();
-	else if (n == 1) /* not a signalfd any more: plain sleeps from now on */
-		bb_sigfd = -1;
+	run_deferred();
 }
 
 /* before sysmon starts: the signalfd, watching all a program can catch */
@@ -291,6 +388,7 @@ static void *sysmon(void *arg)
 	/* its 20 µs naps must be that, not 20 µs plus the 50 µs of default
 	 * timer slack; sysmon runs none of the program's code */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	atomic_store(&sysmon_live, kickfd >= 0);
 	int64_t delay = 20;
 	int idle = 0;
 	int64_t start = bb_nanotime(), lasttrace = start, suspect = 0;
@@ -352,6 +450,10 @@ static void *sysmon(void *arg)
 
 void bb_sysmon_start(void)
 {
+	/* a fork child's own (the parent's is shared with it) */
+	if (kickfd >= 0)
+		bb_rawsyscall6(SYS_close, kickfd, 0, 0, 0, 0, 0);
+	kickfd = (int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0);
 	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
 	bb_m *mp = bb_allocm();
 	sigwatch_init();

@@ -206,7 +206,13 @@ BB_EXPORT int sem_post(sem_t *sem)
 	} while (!atomic_compare_exchange_weak_explicit(&s->data, &d, d + 1, memory_order_release,
 							memory_order_relaxed));
 	/* from here on only the address is used: s may be gone */
-	if ((d >> 32) != 0 && bb_sema_wake(&s->data, 1) == 0) {
+	if ((d >> 32) == 0)
+		return 0;
+	/* from a signal handler outside any G (shim/signal.c): the code it
+	 * interrupted may hold the wait queue's lock on this very thread */
+	if (__builtin_expect(bb_tls_m && bb_getm()->insig, 0) && bb_defer_sema_wake(&s->data))
+		return 0;
+	if (bb_sema_wake(&s->data, 1) == 0) {
 		/* the waiter is not parked: a G about to look at the value (it
 		 * will see the token), or a thread that is not a G, asleep in
 		 * glibc's futex on the same word: wake that one as glibc would */

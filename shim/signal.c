@@ -410,8 +410,13 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	if (gp == NULL || fp < gp->stack_lo || fp >= gp->stack_hi) {
 		/* not on a G's stack (a thread bobbin did not make, an M
 		 * between two Gs, an alternate signal stack): its interposed
-		 * calls see no G and run natively already */
+		 * calls see no G and run natively already; what it wakes, an
+		 * M's scheduler may be in the middle of */
+		if (mp)
+			mp->insig++;
 		call_program(a, sig, si, uc);
+		if (mp)
+			mp->insig--;
 		return;
 	}
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -423,9 +428,11 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		mp->signative_ra = (uintptr_t)__builtin_return_address(0);
 		atomic_signal_fence(memory_order_seq_cst);
 		mp->signative_fp = fp;
+		mp->insig++;
 		atomic_signal_fence(memory_order_seq_cst);
 		call_program(a, sig, si, uc);
 		atomic_signal_fence(memory_order_seq_cst);
+		mp->insig--;
 		mp->signative_fp = ofp;
 		mp->signative_ra = ora;
 		return;
@@ -493,6 +500,7 @@ static int set_action(int sig, const struct sigaction *act, struct sigaction *ol
 			note_handler(sig, h);
 		return r;
 	}
+	bb_sysmon_ensure(); /* it takes the handlers' wake-ups (runtime/sysmon.c) */
 	struct sigaction w = *act;
 	w.sa_sigaction = trampoline;
 	w.sa_flags |= SA_SIGINFO;
