@@ -255,7 +255,8 @@ static void usleep_raw(int64_t us)
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 	/* (deferred: the signalfd would report them at once; a negative fd
 	 * is left out of the poll) */
-	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !deferred ? bb_sigfd : -1, POLLIN, 0},
+	bool was_deferred = deferred != 0;
+	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !was_deferred ? bb_sigfd : -1, POLLIN, 0},
 				{kickfd, POLLIN, 0}};
 	long n = bb_rawsyscall6(SYS_ppoll, (long)pfd, 2, (long)&ts, 0, 8, 0);
 	if (n > 0 && pfd[1].revents) {
@@ -264,14 +265,15 @@ static void usleep_raw(int64_t us)
 		    bb_rawsyscall6(SYS_read, kickfd, (long)&v, sizeof v, 0, 0, 0) != sizeof v)
 			atomic_store(&sysmon_live, false); /* not our eventfd: handlers wake directly */
 	}
-	if (n > 0 && pfd[0].fd >= 0 && pfd[0].revents) {
+	if (was_deferred) {
+		if (n == 0)
+			route_pending(); /* after a whole nap: were they taken? */
+	} else if (n > 0 && pfd[0].fd >= 0 && pfd[0].revents) {
 		if (pfd[0].revents & POLLIN)
 			route_pending();
 		else /* not a signalfd any more: no more signal watching */
 			bb_sigfd = -1;
 	}
-	if (deferred)
-		route_pending();
 	run_deferred();
 }
 
