@@ -273,6 +273,7 @@ struct bb_m {
 	 * natively over bobbin's code (shim/signal.c): their wake-ups go
 	 * through sysmon (bb_defer_ready) */
 	int insig;
+	_Atomic uint64_t sigs_run; /* program's handlers the kernel ran here (sysmon reads) */
 };
 
 typedef struct bb_sched {

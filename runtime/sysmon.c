@@ -201,6 +201,7 @@ static bb_g *taker_of(uint64_t bit)
  * up to 10 ms. (One in a system call, a sigwaitinfo, takes it there.) */
 static uint64_t deferred;
 static bool recheck_soon;
+static bool handed; /* route_pending gave a signal to a G since the rate's last look */
 
 /* Give each pending watched signal to a G that takes it, or stop watching
  * it. A taker on an M that lets it in gets it from the kernel: left alone
@@ -208,12 +209,13 @@ static bool recheck_soon;
  * leaves watch first: of a G that unblocks it meanwhile (which then finds
  * it unwatched and adds it back) and our second look at the masks, one
  * sees the other. */
-static void route_pending(void)
+static bool route_pending(void)
 {
 	uint64_t pend = 0;
 	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0)
-		return;
+		return false;
 	pend &= atomic_load(&watch);
+	bool any = pend != 0;
 	deferred &= pend;
 	recheck_soon = false;
 	while (pend) {
@@ -240,8 +242,52 @@ static void route_pending(void)
 		 * inside a preemption signal's handler: the program's handler
 		 * could switch Gs there, on that signal's frame) */
 		atomic_fetch_or(&gp->procsig, bit);
+		handed = true;
 		bb_interrupt(gp, BB_WAKE_SIGNAL);
 	}
+	return any;
+}
+
+/* A program that takes signals by the hundred thousand a second on
+ * running threads (stress-ng --signal, --sigsegv) woke sysmon's signalfd
+ * poll for every one: the kernel wakes every poller of a process's
+ * signalfd at each signal sent, and sysmon's poll went back to sleep in the
+ * kernel (the signal was taken by then). A context switch per signal: half
+ * the program's speed on two CPUs. So while the program's handlers run at
+ * LAZY_RATE a millisecond or more (their runs, mp->sigs_run, counted over
+ * a millisecond at least) and no signal needed handing on, sysmon leaves
+ * the signalfd out and looks at the pending signals after naps of at most
+ * LAZY_NAP_US instead: handing a signal on to a parked thread may then take
+ * up to that. */
+#define LAZY_RATE 20
+#define LAZY_NAP_US 1000
+static bool lazy;
+static int64_t rate_since; /* the handler runs counted from then */
+static uint64_t rate_runs;
+
+static uint64_t handler_runs(void)
+{
+	uint64_t n = 0;
+	int32_t k = atomic_load(&bb_nallm);
+	for (int32_t i = 0; i < k && i < BB_ALLM_MAX; i++) {
+		bb_m *mp = bb_allm[i];
+		if (mp)
+			n += atomic_load_explicit(&mp->sigs_run, memory_order_relaxed);
+	}
+	return n;
+}
+
+static void look_at_rate(void)
+{
+	int64_t now = bb_nanotime();
+	if (now - rate_since < 1000000)
+		return;
+	uint64_t runs = handler_runs();
+	int64_t per_ms = (int64_t)(runs - rate_runs) * 1000000 / (now - rate_since);
+	lazy = per_ms >= LAZY_RATE && !handed;
+	handed = false;
+	rate_since = now;
+	rate_runs = runs;
 }
 
 /* sleep us microseconds, or until a watched signal is pending */
@@ -252,11 +298,13 @@ static void usleep_raw(int64_t us)
 	 * sleeper blocks such signals while it parks: shim/signal.c) */
 	if (recheck_soon && us > 50)
 		us = 50;
+	if (lazy && us > LAZY_NAP_US)
+		us = LAZY_NAP_US;
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
 	/* (deferred: the signalfd would report them at once; a negative fd
 	 * is left out of the poll) */
 	bool was_deferred = deferred != 0;
-	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !was_deferred ? bb_sigfd : -1, POLLIN, 0},
+	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !was_deferred && !lazy ? bb_sigfd : -1, POLLIN, 0},
 				{kickfd, POLLIN, 0}};
 	long n = bb_rawsyscall6(SYS_ppoll, (long)pfd, 2, (long)&ts, 0, 8, 0);
 	if (n > 0 && pfd[1].revents) {
@@ -268,12 +316,17 @@ static void usleep_raw(int64_t us)
 	if (was_deferred) {
 		if (n == 0)
 			route_pending(); /* after a whole nap: were they taken? */
+	} else if (lazy) {
+		route_pending();
+		if (handed)
+			lazy = false; /* one needed handing on: watch again */
 	} else if (n > 0 && pfd[0].fd >= 0 && pfd[0].revents) {
 		if (pfd[0].revents & POLLIN)
 			route_pending();
 		else /* not a signalfd any more: no more signal watching */
 			bb_sigfd = -1;
 	}
+	look_at_rate();
 	run_deferred();
 }
 

@@ -407,6 +407,10 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	bb_m *mp = bb_active && bb_tls_m && bb_getgsbase() != 0 ? bb_getm() : NULL;
 	bb_g *gp = mp ? mp->curg : NULL;
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	if (mp) /* owner only: sysmon reads it (runtime/sysmon.c) */
+		atomic_store_explicit(&mp->sigs_run,
+				      atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 	if (gp == NULL || fp < gp->stack_lo || fp >= gp->stack_hi) {
 		/* not on a G's stack (a thread bobbin did not make, an M
 		 * between two Gs, an alternate signal stack): its interposed
