@@ -754,7 +754,7 @@ static void ready(bb_g *gp, bool next)
 	bb_m *mp = bb_tls_m ? bb_getm() : NULL;
 	/* from a signal handler outside any G: the code it interrupted may be
 	 * changing this P's queue or hold sched.lock (runtime/sysmon.c) */
-	if (__builtin_expect(mp && mp->insig, 0) && bb_defer_ready(gp))
+	if (mp && bb_m_in_handler(mp) && bb_defer_ready(gp))
 		return;
 	if (__builtin_expect(bb_trace_on, 0) && mp && mp->p)
 		bb_trace_ready(mp->p, mp->curg, gp);

@@ -269,10 +269,11 @@ struct bb_m {
 	 * (shim/signal.c): its frame, and that frame's return address, while
 	 * it runs; every interposed call runs natively below it */
 	uintptr_t signative_fp, signative_ra;
-	/* program's handlers the kernel runs on this M outside any G, or
-	 * natively over bobbin's code (shim/signal.c): their wake-ups go
-	 * through sysmon (bb_defer_ready) */
-	int insig;
+	/* the frame, and its return address, of a program's handler the
+	 * kernel runs on this M outside any G, or natively over bobbin's
+	 * code (shim/signal.c): while it is live, the Gs it wakes go through
+	 * sysmon (bb_m_in_handler, bb_defer_ready) */
+	uintptr_t insig_fp, insig_ra;
 	_Atomic uint64_t sigs_run; /* program's handlers the kernel ran here (sysmon reads) */
 };
 
@@ -591,7 +592,7 @@ void bb_check_stuck(bb_p *pp);
 char bb_thread_state(pid_t tid);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
-bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, mp->insig */
+bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, bb_m_in_handler */
 bool bb_defer_sema_wake(void *addr);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
@@ -627,6 +628,20 @@ static inline bool bb_sig_native_live(const bb_m *mp, const bb_g *gp, uintptr_t 
 	uintptr_t fp = mp->signative_fp;
 	return fp != 0 && sp < fp && fp + 16 <= gp->stack_hi && fp >= gp->stack_lo &&
 	       *(const uintptr_t *)(fp + 8) == mp->signative_ra;
+}
+
+/* the caller runs inside such a handler of mp's (below its frame, on the
+ * same stack: the handler's frame is on an alternate signal stack or an
+ * M's own, which stay mapped, so a stale one left by longjmp is read
+ * safely, and it fails the test but by rare chance: then a wake-up only
+ * takes the slower way through sysmon) */
+static inline __attribute__((always_inline)) bool bb_m_in_handler(const bb_m *mp)
+{
+	uintptr_t fp = mp->insig_fp;
+	if (__builtin_expect(fp == 0, 1))
+		return false;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	return sp < fp && fp - sp < 256 * 1024 && *(const uintptr_t *)(fp + 8) == mp->insig_ra;
 }
 
 static inline bool bb_rt_live(const bb_g *gp, uintptr_t sp)

@@ -73,7 +73,7 @@ void bb_sigwatch_add(uint64_t sigs)
 /* ---- wake-ups from the program's signal handlers ----
  *
  * A handler the kernel runs on an M outside any G (between two Gs, or over
- * bobbin's own code: shim/signal.c counts those in mp->insig) may neither
+ * bobbin's own code: shim/signal.c marks those, bb_m_in_handler) may neither
  * put a G on a run queue nor take a lock: the code it interrupted may be
  * changing that queue, or hold that lock, on this very thread (a sem_post
  * from such a handler broke a P's run queue: "pidleput: P0 has runnable

@@ -210,7 +210,7 @@ BB_EXPORT int sem_post(sem_t *sem)
 		return 0;
 	/* from a signal handler outside any G (shim/signal.c): the code it
 	 * interrupted may hold the wait queue's lock on this very thread */
-	if (__builtin_expect(bb_tls_m && bb_getm()->insig, 0) && bb_defer_sema_wake(&s->data))
+	if (bb_tls_m && bb_m_in_handler(bb_getm()) && bb_defer_sema_wake(&s->data))
 		return 0;
 	if (bb_sema_wake(&s->data, 1) == 0) {
 		/* the waiter is not parked: a G about to look at the value (it

@@ -398,6 +398,16 @@ static void call_program(const struct progact *a, int sig, siginfo_t *si, void *
 		((void (*)(int))a->fn)(sig);
 }
 
+/* the handler frame fp (the trampoline's) is live on mp from here
+ * (bb_m_in_handler): its wake-ups go through sysmon */
+static inline __attribute__((always_inline)) void mark_handler(bb_m *mp, uintptr_t fp)
+{
+	mp->insig_ra = *(const uintptr_t *)(fp + 8);
+	atomic_signal_fence(memory_order_seq_cst);
+	mp->insig_fp = fp;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *ucv)
 {
 	const struct progact *a = atomic_load_explicit(&acts[sig], memory_order_acquire);
@@ -416,11 +426,16 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		 * between two Gs, an alternate signal stack): its interposed
 		 * calls see no G and run natively already; what it wakes, an
 		 * M's scheduler may be in the middle of */
-		if (mp)
-			mp->insig++;
+		if (mp == NULL) {
+			call_program(a, sig, si, uc);
+			return;
+		}
+		uintptr_t ofp = mp->insig_fp, ora = mp->insig_ra;
+		mark_handler(mp, fp);
 		call_program(a, sig, si, uc);
-		if (mp)
-			mp->insig--;
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->insig_fp = ofp;
+		mp->insig_ra = ora;
 		return;
 	}
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
@@ -429,14 +444,15 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		/* over bobbin's code, or over such a handler: natively. The
 		 * G cannot leave this M meanwhile, so mp stays the M */
 		uintptr_t ofp = mp->signative_fp, ora = mp->signative_ra;
+		uintptr_t oifp = mp->insig_fp, oira = mp->insig_ra;
 		mp->signative_ra = (uintptr_t)__builtin_return_address(0);
 		atomic_signal_fence(memory_order_seq_cst);
 		mp->signative_fp = fp;
-		mp->insig++;
-		atomic_signal_fence(memory_order_seq_cst);
+		mark_handler(mp, fp);
 		call_program(a, sig, si, uc);
 		atomic_signal_fence(memory_order_seq_cst);
-		mp->insig--;
+		mp->insig_fp = oifp;
+		mp->insig_ra = oira;
 		mp->signative_fp = ofp;
 		mp->signative_ra = ora;
 		return;
