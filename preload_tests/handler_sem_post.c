@@ -6,7 +6,8 @@
  * thread runs, in the middle of the program's code or of the threading
  * library's (a semaphore wait halfway through, the switch between two
  * threads); its handler posts once. Checks: every post is taken or still
- * counted in the semaphore (posts + 2 = takes + value), the ping-pong ran
+ * counted in the semaphore (posts + 2 = takes + value, once the timer is
+ * off, SIGALRM ignored and no handler running), the ping-pong ran
  * all its rounds, the same stdout natively and under bobbin. A handler
  * whose wake-up touched the run queue or the wait queue the interrupted
  * code was changing crashed here in every run.
@@ -19,21 +20,24 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "probe.h"
 
 #define ROUNDS 300000
 
 static sem_t s, a, b;
-static atomic_long posted, taken;
+static atomic_long posted, taken, entered, left_handler;
 static atomic_int stop;
 
 static void on_alarm(int sig)
 {
     (void)sig;
     int e = errno;
+    atomic_fetch_add(&entered, 1);
     if (sem_post(&s) == 0)
         atomic_fetch_add(&posted, 1);
+    atomic_fetch_add(&left_handler, 1);
     errno = e;
 }
 
@@ -94,6 +98,13 @@ int main(void)
     pthread_join(y, &rb);
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
+    /* a SIGALRM still pending is dropped; one whose handler runs is
+     * waited for: the counts are final after that */
+    signal(SIGALRM, SIG_IGN);
+    while (atomic_load(&entered) != atomic_load(&left_handler)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
     atomic_store(&stop, 1);
     sem_post(&s);
     sem_post(&s);

@@ -259,7 +259,7 @@ static bool route_pending(void)
  * the signalfd out and looks at the pending signals after naps of at most
  * LAZY_NAP_US instead: handing a signal on to a parked thread may then take
  * up to that. */
-#define LAZY_RATE 20
+#define LAZY_RATE 5
 #define LAZY_NAP_US 1000
 static bool lazy;
 static int64_t rate_since; /* the handler runs counted from then */
