@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <linux/futex.h>
@@ -249,21 +250,27 @@ static bool route_pending(void)
 }
 
 /* A program that takes signals by the hundred thousand a second on
- * running threads (stress-ng --signal, --sigsegv) woke sysmon's signalfd
- * poll for every one: the kernel wakes every poller of a process's
- * signalfd at each signal sent, and sysmon's poll went back to sleep in the
- * kernel (the signal was taken by then). A context switch per signal: half
- * the program's speed on two CPUs. So while the program's handlers run at
- * LAZY_RATE a millisecond or more (their runs, mp->sigs_run, counted over
- * a millisecond at least) and no signal needed handing on, sysmon leaves
- * the signalfd out and looks at the pending signals after naps of at most
- * LAZY_NAP_US instead: handing a signal on to a parked thread may then take
- * up to that. */
+ * running threads (stress-ng --signal, --sigsegv), or reads them from a
+ * signalfd of its own (--sigfd), woke sysmon's signalfd poll for every one:
+ * the kernel wakes every poller of a process's signalfds at each signal
+ * sent, and sysmon's poll went back to sleep in the kernel (the signal was
+ * taken by then, or is not one it watches). A context switch per signal:
+ * half the program's speed on two CPUs. So while such wake-ups (sysmon's
+ * voluntary context switches beyond its polls' returns) or the program's
+ * handler runs (mp->sigs_run) come at LAZY_RATE a millisecond or more, and
+ * no signal needed handing on, sysmon leaves the signalfd out and looks at
+ * the pending signals after naps of at most LAZY_NAP_US instead: handing a
+ * signal on to a parked thread may then take up to that. Every LAZY_SPAN
+ * without handler runs to go by it polls the signalfd again for a
+ * millisecond, to see whether the storm goes on. */
 #define LAZY_RATE 5
 #define LAZY_NAP_US 1000
+#define LAZY_SPAN (16 * 1000 * 1000)
 static bool lazy;
-static int64_t rate_since; /* the handler runs counted from then */
-static uint64_t rate_runs;
+static int64_t lazy_until;
+static int64_t rate_since; /* counted from then: */
+static uint64_t rate_runs, rate_switches, rate_polls;
+static uint64_t polls;     /* sysmon's polls that returned */
 
 static uint64_t handler_runs(void)
 {
@@ -277,17 +284,40 @@ static uint64_t handler_runs(void)
 	return n;
 }
 
+static uint64_t own_switches(void)
+{
+	struct rusage ru;
+	if (bb_rawsyscall6(SYS_getrusage, RUSAGE_THREAD, (long)&ru, 0, 0, 0, 0) != 0)
+		return 0;
+	return (uint64_t)ru.ru_nvcsw;
+}
+
 static void look_at_rate(void)
 {
 	int64_t now = bb_nanotime();
-	if (now - rate_since < 1000000)
+	int64_t span = now - rate_since;
+	if (span < 1000000)
 		return;
-	uint64_t runs = handler_runs();
-	int64_t per_ms = (int64_t)(runs - rate_runs) * 1000000 / (now - rate_since);
-	lazy = per_ms >= LAZY_RATE && !handed;
+	uint64_t runs = handler_runs(), sw = own_switches();
+	int64_t runs_ms = (int64_t)(runs - rate_runs) * 1000000 / span;
+	int64_t extra = (int64_t)(sw - rate_switches) - (int64_t)(polls - rate_polls);
+	int64_t wakes_ms = extra > 0 ? extra * 1000000 / span : 0;
+	if (handed) {
+		lazy = false; /* one needed handing on: watch */
+	} else if (runs_ms >= LAZY_RATE) {
+		lazy = true; /* handlers in a storm: as long as it lasts */
+		lazy_until = now + LAZY_SPAN;
+	} else if (!lazy && wakes_ms >= LAZY_RATE) {
+		lazy = true; /* empty wake-ups: for a span, then look again */
+		lazy_until = now + LAZY_SPAN;
+	} else if (lazy && now >= lazy_until) {
+		lazy = false;
+	}
 	handed = false;
 	rate_since = now;
 	rate_runs = runs;
+	rate_switches = sw;
+	rate_polls = polls;
 }
 
 /* sleep us microseconds, or until a watched signal is pending */
@@ -307,6 +337,7 @@ static void usleep_raw(int64_t us)
 	struct pollfd pfd[2] = {{bb_sigfd >= 0 && !was_deferred && !lazy ? bb_sigfd : -1, POLLIN, 0},
 				{kickfd, POLLIN, 0}};
 	long n = bb_rawsyscall6(SYS_ppoll, (long)pfd, 2, (long)&ts, 0, 8, 0);
+	polls++;
 	if (n > 0 && pfd[1].revents) {
 		uint64_t v;
 		if (!(pfd[1].revents & POLLIN) ||
