@@ -139,6 +139,13 @@ static ssize_t do_io(ioreq *r)
 	int lies = 0; /* readiness reported, and still it would block */
 	for (;;) {
 		bb_testcancel();
+		/* the process's only thread waits in the kernel (bb_alone),
+		 * with one call and no readiness poll before it (a FIFO's
+		 * writer: stress-ng --fifo); not where bobbin made the fd
+		 * non-blocking for real (that call would not wait), nor with a
+		 * deadline (SO_RCVTIMEO) */
+		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_alone())
+			return kick_peer(pd, r, blocking_call(r));
 		ssize_t n = attempt(pd, r);
 		if (n < 0 && errno == ENOTSOCK && pd->kind == BB_FD_SOCKET) {
 			/* the number was closed and is another file now, and
@@ -166,11 +173,6 @@ static ssize_t do_io(ioreq *r)
 			}
 			continue;
 		}
-		/* the process's only thread waits in the kernel (bb_alone);
-		 * not where bobbin made the fd non-blocking for real (that call
-		 * would not wait), nor with a deadline (SO_RCVTIMEO) */
-		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_alone())
-			return kick_peer(pd, r, blocking_call(r));
 		int err = bb_netpoll_wait(r->fd, r->mode, deadline);
 		if (bb_take_eintr()) {
 			errno = EINTR; /* a handler without SA_RESTART ran meanwhile */
