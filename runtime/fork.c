@@ -19,8 +19,6 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 
-void bb_sema_lockall(void);
-void bb_sema_unlockall(void);
 void bb_sema_forkchild(void);
 void bb_stack_forkchild(void);
 void bb_netpoll_lock(void);
@@ -33,8 +31,10 @@ static void prepare(void)
 {
 	if (!bb_active)
 		return;
-	/* rank order: wait queues, timer heaps, sched, dead-G list, netpoll init */
-	bb_sema_lockall();
+	/* rank order: timer heaps, sched, dead-G list, netpoll init. Not the
+	 * wait queues: the child empties those whatever state they are in
+	 * (bb_sema_forkchild), and locking their 4 pages made each side of
+	 * every fork copy them */
 	for (int32_t i = 0; i < bb_gomaxprocs; i++)
 		bb_lock_acquire(&bb_allp[i]->timerslock);
 	bb_lock_acquire(&bb_sched_.lock);
@@ -51,7 +51,6 @@ static void parent(void)
 	bb_lock_release(&bb_sched_.lock);
 	for (int32_t i = bb_gomaxprocs - 1; i >= 0; i--)
 		bb_lock_release(&bb_allp[i]->timerslock);
-	bb_sema_unlockall();
 }
 
 static void child(void)

@@ -33,6 +33,7 @@
 #define PD_L2 1024 /* fds up to 4M */
 
 static _Atomic(bb_pd *) pdtab[PD_L1];
+static _Atomic int pdtab_top; /* blocks in use are below: a fork child looks no further */
 static bb_lock initlock;
 static _Atomic int inited;
 int bb_epfd = -1, bb_breakfd = -1;
@@ -90,8 +91,12 @@ bb_pd *bb_pd_get(int fd)
 		bb_pd *none = NULL;
 		/* release: the zeroed block is visible before its pointer */
 		if (atomic_compare_exchange_strong_explicit(slot, &none, nb, memory_order_acq_rel,
-							    memory_order_acquire))
+							    memory_order_acquire)) {
 			blk = nb;
+			int top = atomic_load(&pdtab_top), i = fd / PD_L2 + 1;
+			while (top < i && !atomic_compare_exchange_weak(&pdtab_top, &top, i))
+				;
+		}
 		else {
 			free(nb);
 			blk = none;
@@ -582,14 +587,18 @@ void bb_netpoll_unlock(void)
  * the program's fds are (pd->known, kinds, flags) stays true in the child. */
 void bb_netpoll_forkchild(void)
 {
-	atomic_store(&initlock.key, 0);
+	/* (stores only where needed: each copies a page shared with the
+	 * parent, and reads only of the blocks in use, below pdtab_top) */
+	if (atomic_load(&initlock.key))
+		atomic_store(&initlock.key, 0);
 	if (atomic_load(&inited)) {
 		bb_sys(SYS_close, bb_epfd, 0, 0);
 		bb_sys(SYS_close, bb_breakfd, 0, 0);
 		bb_epfd = bb_breakfd = -1;
 		atomic_store(&inited, 0);
 	}
-	for (int i = 0; i < PD_L1; i++) {
+	int top = atomic_load(&pdtab_top);
+	for (int i = 0; i < top && i < PD_L1; i++) {
 		bb_pd *blk = atomic_load(&pdtab[i]);
 		if (blk == NULL)
 			continue;
@@ -609,8 +618,10 @@ void bb_netpoll_forkchild(void)
 				pd->waiters[0] = pd->waiters[1] = NULL;
 		}
 	}
-	atomic_store(&bb_netpoll_waiters, 0);
-	atomic_store(&bb_lastpoll, 0);
+	if (atomic_load(&bb_netpoll_waiters))
+		atomic_store(&bb_netpoll_waiters, 0);
+	if (atomic_load(&bb_lastpoll))
+		atomic_store(&bb_lastpoll, 0);
 }
 
 /* pthread_cancel: end gp's wait session as a waker would */

@@ -347,6 +347,13 @@ uintptr_t bb_getfsbase(void);
 static inline bb_g *bb_getg(void) { return bb_getm()->curg; }
 
 /* ---- util.c ---- */
+typedef struct bb_resident {
+	uintptr_t base;
+	size_t n;                /* pages looked at; 0: none, so all count as present */
+	unsigned char vec[128];
+} bb_resident;
+void bb_resident_init(bb_resident *r, const void *p, size_t len);
+bool bb_resident_any(const bb_resident *r, const void *q, size_t size);
 __attribute__((noreturn, format(printf, 1, 2))) void bb_throw(const char *fmt, ...);
 void bb_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bb_lock_acquire(bb_lock *l);

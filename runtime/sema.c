@@ -191,24 +191,20 @@ bool bb_sema_has_waiters(void *addr)
 
 /* fork (fork.c): hold every bucket across the fork, then release (parent)
  * or empty them (child: the parked Gs did not survive) */
-void bb_sema_lockall(void)
-{
-	for (int i = 0; i < NBUCKETS; i++)
-		bb_lock_acquire(&table[i].lock);
-}
-
-void bb_sema_unlockall(void)
-{
-	for (int i = NBUCKETS - 1; i >= 0; i--)
-		bb_lock_release(&table[i].lock);
-}
-
+/* in a fork child: no G of the parent's waits here any more. A bucket
+ * another thread was changing as it forked may be locked or half-linked:
+ * emptied too. Only those written: a store to a page the child shares
+ * with its parent copies it */
 void bb_sema_forkchild(void)
 {
-	for (int i = 0; i < NBUCKETS; i++) {
-		table[i].head = table[i].tail = NULL;
-		atomic_store(&table[i].lock.key, 0);
-	}
+	bb_resident res; /* (pages never touched are not even read) */
+	bb_resident_init(&res, table, sizeof table);
+	for (int i = 0; i < NBUCKETS; i++)
+		if (bb_resident_any(&res, &table[i], sizeof table[i]) &&
+		    (table[i].head || table[i].tail || atomic_load(&table[i].lock.key))) {
+			table[i].head = table[i].tail = NULL;
+			atomic_store(&table[i].lock.key, 0);
+		}
 }
 
 /* pthread_cancel: take gp off the queue it is parked on, if it still is

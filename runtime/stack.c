@@ -116,8 +116,11 @@ static void *map_stack(size_t total, size_t guard)
  * starts a chunk of its own (the parent's rest is only address space) */
 void bb_stack_forkchild(void)
 {
-	atomic_store(&chunklock.key, 0);
-	chunk_next = chunk_end = 0;
+	/* (stores only where needed: each copies a page shared with the parent) */
+	if (atomic_load(&chunklock.key))
+		atomic_store(&chunklock.key, 0);
+	if (chunk_next || chunk_end)
+		chunk_next = chunk_end = 0;
 }
 
 int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)

@@ -24,7 +24,8 @@ void bb_sysmon_deferred_forkchild(void);
 
 void bb_sysmon_forkchild(void)
 {
-	atomic_store(&sysmon_started, 0); /* sysmon did not survive: restart on demand */
+	if (atomic_load(&sysmon_started)) /* (a store copies the page) */
+		atomic_store(&sysmon_started, 0); /* sysmon did not survive: restart on demand */
 	bb_sysmon_deferred_forkchild();
 }
 

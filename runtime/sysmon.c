@@ -127,11 +127,16 @@ bool bb_defer_sema_wake(void *addr)
  * whatever the parent's handlers had left for it */
 void bb_sysmon_deferred_forkchild(void)
 {
-	atomic_store(&sysmon_live, false);
-	atomic_store(&sigready, NULL);
-	atomic_store(&semwake_head, atomic_load(&semwake_tail));
-	for (int i = 0; i < NSEMWAKE; i++)
-		atomic_store(&semwake[i], 0);
+	/* (stores only where something is left: each would copy a page) */
+	if (atomic_load(&sysmon_live))
+		atomic_store(&sysmon_live, false);
+	if (atomic_load(&sigready))
+		atomic_store(&sigready, NULL);
+	uint32_t h = atomic_load(&semwake_head), t = atomic_load(&semwake_tail);
+	for (; h != t; h++)
+		atomic_store(&semwake[h % NSEMWAKE], 0);
+	if (atomic_load(&semwake_head) != t)
+		atomic_store(&semwake_head, t);
 }
 
 static void run_deferred(void)
