@@ -80,12 +80,7 @@ int main(void)
 {
     REQUIRE(sem_init(&s, 0, 0) == 0 && sem_init(&a, 0, 0) == 0 && sem_init(&b, 0, 0) == 0,
             "sem_init");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0, "sigaction");
+    REQUIRE(probe_on_signal(SIGALRM, on_alarm, SA_RESTART) == 0, "sigaction");
     pthread_t w[2], x, y;
     for (int i = 0; i < 2; i++)
         REQUIRE(pthread_create(&w[i], NULL, waiter, NULL) == 0, "pthread_create");

@@ -78,4 +78,19 @@ static void on_alarm(int sig)
 }
 #endif
 
+#ifdef SIGALRM
+#include <string.h>
+/* sig's action: handler h with flags, nothing else blocked while it runs
+ * (for tests that include <signal.h> first); 0 or -1 as sigaction */
+static inline int probe_on_signal(int sig, void (*h)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, NULL);
+}
+#endif
+
 #endif

@@ -223,19 +223,13 @@ static void *sleeper(void *arg)
 
 static void part2(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0, "sigaction(SIGALRM)");
+    REQUIRE(probe_on_signal(SIGALRM, on_alarm, SA_RESTART) == 0, "sigaction(SIGALRM)");
     pthread_t sp[3], sl;
     REQUIRE(pthread_create(&sl, NULL, sleeper, NULL) == 0, "pthread_create");
     struct itimerval it = {{0, 300}, {0, 300}};
     setitimer(ITIMER_REAL, &it, NULL);
-    sa.sa_handler = on_prof;
-    sa.sa_flags = SA_RESTART | SA_ONSTACK;
-    REQUIRE(sigaction(SIGPROF, &sa, NULL) == 0, "sigaction(SIGPROF)");
+    REQUIRE(probe_on_signal(SIGPROF, on_prof, SA_RESTART | SA_ONSTACK) == 0,
+            "sigaction(SIGPROF)");
     struct itimerval pt = {{0, 200}, {0, 200}};
     setitimer(ITIMER_PROF, &pt, NULL);
     for (long i = 0; i < 3; i++)

@@ -1289,6 +1289,7 @@ int bb_gdetach(bb_g *gp)
 
 int bb_sched_init(void)
 {
+	bb_sema_init();
 	bb_gomaxprocs = bb_cfg.maxprocs;
 	bb_allp = calloc((size_t)bb_gomaxprocs, sizeof *bb_allp);
 	if (bb_allp == NULL)

@@ -243,6 +243,13 @@ struct bb_m {
 	bb_g *g0;                 /* scheduler context of this M */
 	bb_g *curg;               /* the G running on this M, NULL when on g0 */
 	bb_p *p;                  /* the P held, NULL when idle */
+	/* the frame, and its return address, of a program's handler that the
+	 * kernel runs on this M outside the G's own code (shim/signal.c):
+	 * while it is live, interposed calls under it run natively (the
+	 * frame is on the G's stack: bb_sig_native_live) and the Gs it wakes
+	 * go through sysmon (bb_m_in_handler). Next to curg and p, which the
+	 * same paths read */
+	uintptr_t sigframe_fp, sigframe_ra;
 	bb_p *nextp;              /* P handed over by startm, taken at wake-up */
 	int64_t id;
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
@@ -265,15 +272,6 @@ struct bb_m {
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	bool dropping;            /* counted in sched.nmdropping: sched.lock */
 	void *waitarg;
-	/* a program's handler the kernel ran on this M over bobbin's own code
-	 * (shim/signal.c): its frame, and that frame's return address, while
-	 * it runs; every interposed call runs natively below it */
-	uintptr_t signative_fp, signative_ra;
-	/* the frame, and its return address, of a program's handler the
-	 * kernel runs on this M outside any G, or natively over bobbin's
-	 * code (shim/signal.c): while it is live, the Gs it wakes go through
-	 * sysmon (bb_m_in_handler, bb_defer_ready) */
-	uintptr_t insig_fp, insig_ra;
 	_Atomic uint64_t sigs_run; /* program's handlers the kernel ran here (sysmon reads) */
 };
 
@@ -347,13 +345,6 @@ uintptr_t bb_getfsbase(void);
 static inline bb_g *bb_getg(void) { return bb_getm()->curg; }
 
 /* ---- util.c ---- */
-typedef struct bb_resident {
-	uintptr_t base;
-	size_t n;                /* pages looked at; 0: none, so all count as present */
-	unsigned char vec[128];
-} bb_resident;
-void bb_resident_init(bb_resident *r, const void *p, size_t len);
-bool bb_resident_any(const bb_resident *r, const void *q, size_t size);
 __attribute__((noreturn, format(printf, 1, 2))) void bb_throw(const char *fmt, ...);
 void bb_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bb_lock_acquire(bb_lock *l);
@@ -390,6 +381,7 @@ void bb_p_init(bb_p *pp, int32_t id);
 
 /* ---- proc.c ---- */
 int bb_sched_init(void);                  /* on the main thread; makes G1 */
+void bb_sema_init(void);                 /* sema.c, from bb_sched_init */
 typedef struct bb_gattr {
 	size_t stacksize;  /* 0: the default */
 	void *stackaddr;   /* lowest address of a user stack, or NULL */
@@ -616,6 +608,36 @@ static inline void bb_reattach(void)
 	}
 }
 
+/* the handler frame the trampoline marked on mp (shim/signal.c) is live
+ * below sp: sp is below it on the same stack (within 256 KiB), and its
+ * return-address slot still holds the kernel's. A stale mark (the handler
+ * left by longjmp) fails the test but by rare chance: then a call only
+ * runs natively, or a wake-up takes the slower way through sysmon */
+static inline bool bb_sigframe_live(const bb_m *mp, uintptr_t sp)
+{
+	uintptr_t fp = mp->sigframe_fp;
+	return fp != 0 && sp < fp && fp - sp < 256 * 1024 &&
+	       *(const uintptr_t *)(fp + 8) == mp->sigframe_ra;
+}
+
+/* sp (on gp's stack) is under a handler that runs natively over bobbin's
+ * code on that same stack. Only such a frame is read: one on a G stack
+ * since freed never is */
+static inline bool bb_sig_native_live(const bb_m *mp, const bb_g *gp, uintptr_t sp)
+{
+	uintptr_t fp = mp->sigframe_fp;
+	return fp >= gp->stack_lo && fp + 16 <= gp->stack_hi && bb_sigframe_live(mp, sp);
+}
+
+/* the caller runs inside a marked handler of mp's: its wake-ups go
+ * through sysmon */
+static inline __attribute__((always_inline)) bool bb_m_in_handler(const bb_m *mp)
+{
+	if (__builtin_expect(mp->sigframe_fp == 0, 1))
+		return false;
+	return bb_sigframe_live(mp, (uintptr_t)__builtin_frame_address(0));
+}
+
 /* Bobbin code running on a G may hold the G's M and P in locals across a
  * call into libc (calloc, memset, mmap): the signal handler must then not
  * detach the P or run a program handler (preempt.c), though the pc it
@@ -626,31 +648,6 @@ static inline void bb_reattach(void)
  * fails one of the two tests, or by rare chance passes them and only keeps
  * the G from being detached that once. Only frames on the G's own stack
  * count: a handler on an alternate stack neither marks nor reads one. */
-/* sp (on gp's stack) is below a live handler frame of a program's
- * handler that runs natively (shim/signal.c). Only a frame on the same
- * stack is looked at: a stale one (the handler left by longjmp) on a stack
- * since freed is never read. */
-static inline bool bb_sig_native_live(const bb_m *mp, const bb_g *gp, uintptr_t sp)
-{
-	uintptr_t fp = mp->signative_fp;
-	return fp != 0 && sp < fp && fp + 16 <= gp->stack_hi && fp >= gp->stack_lo &&
-	       *(const uintptr_t *)(fp + 8) == mp->signative_ra;
-}
-
-/* the caller runs inside such a handler of mp's (below its frame, on the
- * same stack: the handler's frame is on an alternate signal stack or an
- * M's own, which stay mapped, so a stale one left by longjmp is read
- * safely, and it fails the test but by rare chance: then a wake-up only
- * takes the slower way through sysmon) */
-static inline __attribute__((always_inline)) bool bb_m_in_handler(const bb_m *mp)
-{
-	uintptr_t fp = mp->insig_fp;
-	if (__builtin_expect(fp == 0, 1))
-		return false;
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-	return sp < fp && fp - sp < 256 * 1024 && *(const uintptr_t *)(fp + 8) == mp->insig_ra;
-}
-
 static inline bool bb_rt_live(const bb_g *gp, uintptr_t sp)
 {
 	uintptr_t fp = gp->rt_fp;

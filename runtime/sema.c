@@ -189,19 +189,22 @@ bool bb_sema_has_waiters(void *addr)
 	return any;
 }
 
-/* fork (fork.c): hold every bucket across the fork, then release (parent)
- * or empty them (child: the parked Gs did not survive) */
+/* at start-up: the table's pages made present (stored into once), so
+ * that a fork child reads them without faulting in zero pages */
+void bb_sema_init(void)
+{
+	for (int i = 0; i < NBUCKETS; i++)
+		atomic_store(&table[i].lock.key, 0);
+}
+
 /* in a fork child: no G of the parent's waits here any more. A bucket
  * another thread was changing as it forked may be locked or half-linked:
- * emptied too. Only those written: a store to a page the child shares
- * with its parent copies it */
+ * emptied too (the table is not locked around fork). Only those written:
+ * a store to a page the child shares with its parent copies it */
 void bb_sema_forkchild(void)
 {
-	bb_resident res; /* (pages never touched are not even read) */
-	bb_resident_init(&res, table, sizeof table);
 	for (int i = 0; i < NBUCKETS; i++)
-		if (bb_resident_any(&res, &table[i], sizeof table[i]) &&
-		    (table[i].head || table[i].tail || atomic_load(&table[i].lock.key))) {
+		if (table[i].head || table[i].tail || atomic_load(&table[i].lock.key)) {
 			table[i].head = table[i].tail = NULL;
 			atomic_store(&table[i].lock.key, 0);
 		}

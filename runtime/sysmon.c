@@ -215,13 +215,12 @@ static bool handed; /* route_pending gave a signal to a G since the rate's last 
  * leaves watch first: of a G that unblocks it meanwhile (which then finds
  * it unwatched and adds it back) and our second look at the masks, one
  * sees the other. */
-static bool route_pending(void)
+static void route_pending(void)
 {
 	uint64_t pend = 0;
 	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0)
-		return false;
+		return;
 	pend &= atomic_load(&watch);
-	bool any = pend != 0;
 	deferred &= pend;
 	recheck_soon = false;
 	while (pend) {
@@ -251,7 +250,6 @@ static bool route_pending(void)
 		handed = true;
 		bb_interrupt(gp, BB_WAKE_SIGNAL);
 	}
-	return any;
 }
 
 /* A program that takes signals by the hundred thousand a second on

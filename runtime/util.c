@@ -198,29 +198,3 @@ int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 											  "sigaction");
 	return real(sig, act, old);
 }
-
-/* Which pages of [p, p + len) are in memory (present in the page tables),
- * for a fork child that must look at state without faulting in pages its
- * parent never touched (reading one maps a zero page: a fault each).
- * Fills r->vec; on failure every page counts as present. */
-void bb_resident_init(bb_resident *r, const void *p, size_t len)
-{
-	r->base = (uintptr_t)p & ~(uintptr_t)4095;
-	size_t n = ((uintptr_t)p + len - r->base + 4095) / 4096;
-	r->n = n <= sizeof r->vec ? n : 0;
-	if (r->n == 0 || bb_rawsyscall6(SYS_mincore, (long)r->base, (long)(n * 4096), (long)r->vec, 0,
-					 0, 0) != 0)
-		r->n = 0;
-}
-
-/* the object [q, q + size) may hold something: one of its pages is present */
-bool bb_resident_any(const bb_resident *r, const void *q, size_t size)
-{
-	if (r->n == 0)
-		return true;
-	size_t a = ((uintptr_t)q - r->base) / 4096, b = ((uintptr_t)q + size - 1 - r->base) / 4096;
-	for (size_t i = a; i <= b && i < r->n; i++)
-		if (r->vec[i] & 1)
-			return true;
-	return false;
-}

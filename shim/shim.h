@@ -112,7 +112,7 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	/* inside a program's handler that the kernel ran over bobbin's own
 	 * code: that code may be halfway through switching Gs or changing a
 	 * run queue, so nothing here may (shim/signal.c) */
-	if (__builtin_expect(mp->signative_fp != 0, 0) && bb_sig_native_live(mp, mp->curg, fp))
+	if (__builtin_expect(mp->sigframe_fp != 0, 0) && bb_sig_native_live(mp, mp->curg, fp))
 		return false;
 	bool nested = bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
 	if (__builtin_expect(mp->detached, 0)) {

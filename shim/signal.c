@@ -337,7 +337,7 @@ void bb_unblock_after_wait(void)
  *   may switch the G or touch the scheduler: the code below may hold the M
  *   and P in registers, or be changing a run queue. Such a handler runs
  *   natively: its interposed calls run as on a thread bobbin did not make
- *   (mp->signative_fp, bb_on_g).
+ *   (mp->sigframe_fp, bb_on_g).
  * - Over the program's own code the handler is the G's and may wait as the
  *   G's code may: a blocking call lets the P go, and the G may come back on
  *   another M. Its signal frame then ends on another OS thread than it
@@ -398,15 +398,6 @@ static void call_program(const struct progact *a, int sig, siginfo_t *si, void *
 		((void (*)(int))a->fn)(sig);
 }
 
-/* the handler frame fp (the trampoline's) is live on mp from here
- * (bb_m_in_handler): its wake-ups go through sysmon */
-static inline __attribute__((always_inline)) void mark_handler(bb_m *mp, uintptr_t fp)
-{
-	mp->insig_ra = *(const uintptr_t *)(fp + 8);
-	atomic_signal_fence(memory_order_seq_cst);
-	mp->insig_fp = fp;
-	atomic_signal_fence(memory_order_seq_cst);
-}
 
 static void trampoline(int sig, siginfo_t *si, void *ucv)
 {
@@ -421,40 +412,33 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		atomic_store_explicit(&mp->sigs_run,
 				      atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
-	if (gp == NULL || fp < gp->stack_lo || fp >= gp->stack_hi) {
-		/* not on a G's stack (a thread bobbin did not make, an M
-		 * between two Gs, an alternate signal stack): its interposed
-		 * calls see no G and run natively already; what it wakes, an
-		 * M's scheduler may be in the middle of */
+	/* the G's own handler: on its stack, over the program's code */
+	bool own = false;
+	if (gp && fp >= gp->stack_lo && fp < gp->stack_hi) {
+		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+		own = !bb_pc_in_bobbin(pc) && !bb_rt_live(gp, sp) && !bb_sig_native_live(mp, gp, sp);
+	}
+	if (!own) {
+		/* not the G's: on no G's stack (a thread bobbin did not make,
+		 * an M between two Gs, an alternate signal stack), or over
+		 * bobbin's code or such a handler. Its interposed calls run
+		 * natively and its wake-ups go through sysmon: the code below
+		 * may be halfway through switching Gs or changing a run
+		 * queue. Nothing switches the G meanwhile: mp stays the M */
 		if (mp == NULL) {
 			call_program(a, sig, si, uc);
 			return;
 		}
-		uintptr_t ofp = mp->insig_fp, ora = mp->insig_ra;
-		mark_handler(mp, fp);
+		uintptr_t ofp = mp->sigframe_fp, ora = mp->sigframe_ra;
+		mp->sigframe_ra = (uintptr_t)__builtin_return_address(0);
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->sigframe_fp = fp;
+		atomic_signal_fence(memory_order_seq_cst);
 		call_program(a, sig, si, uc);
 		atomic_signal_fence(memory_order_seq_cst);
-		mp->insig_fp = ofp;
-		mp->insig_ra = ora;
-		return;
-	}
-	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-	if (bb_pc_in_bobbin(pc) || bb_rt_live(gp, sp) || bb_sig_native_live(mp, gp, sp)) {
-		/* over bobbin's code, or over such a handler: natively. The
-		 * G cannot leave this M meanwhile, so mp stays the M */
-		uintptr_t ofp = mp->signative_fp, ora = mp->signative_ra;
-		uintptr_t oifp = mp->insig_fp, oira = mp->insig_ra;
-		mp->signative_ra = (uintptr_t)__builtin_return_address(0);
-		atomic_signal_fence(memory_order_seq_cst);
-		mp->signative_fp = fp;
-		mark_handler(mp, fp);
-		call_program(a, sig, si, uc);
-		atomic_signal_fence(memory_order_seq_cst);
-		mp->insig_fp = oifp;
-		mp->insig_ra = oira;
-		mp->signative_fp = ofp;
-		mp->signative_ra = ora;
+		mp->sigframe_fp = ofp;
+		mp->sigframe_ra = ora;
 		return;
 	}
 	/* the G's own handler: while it runs, the G's mask blocks what the
