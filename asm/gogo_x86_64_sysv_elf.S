@@ -10,6 +10,8 @@
  *   0 rsp | 8 rip | 16 rbx | 24 rbp | 32 r12 | 40 r13 | 48 r14 | 56 r15
  *  64 fsbase | 72 mxcsr (4) | 76 x87 cw (2)
  */
+#include "ctx_x86_64.h"
+
 	.text
 	.globl	bb_gogo
 	.hidden	bb_gogo
@@ -20,22 +22,11 @@ bb_gogo:
 	movq	%rdi, %r8               /* r8 survives the syscall below */
 	movq	64(%r8), %rsi           /* fs base to install, 0 = keep */
 	testq	%rsi, %rsi
-	jz	2f
-	cmpb	$0, bb_have_fsgsbase(%rip)
-	je	1f
-	wrfsbase %rsi                   /* ~13 ns */
-	jmp	2f
-1:	movl	$158, %eax              /* SYS_arch_prctl */
-	movl	$0x1002, %edi           /* ARCH_SET_FS, rsi = base */
-	syscall
-2:	ldmxcsr	72(%r8)                 /* the G's SSE rounding/exception mask */
+	jz	1f
+	BB_SET_FS
+1:	ldmxcsr	72(%r8)                 /* the G's SSE rounding/exception mask */
 	fldcw	76(%r8)                 /* the G's x87 precision/rounding */
-	movq	16(%r8), %rbx
-	movq	24(%r8), %rbp
-	movq	32(%r8), %r12
-	movq	40(%r8), %r13
-	movq	48(%r8), %r14
-	movq	56(%r8), %r15
+	BB_LOAD_REGS %r8
 	movq	0(%r8), %rsp            /* switch stacks: from here on we are the G */
 	jmp	*8(%r8)                 /* to where it called bb_mcall, or bb_gstart */
 	.cfi_endproc

@@ -13,6 +13,8 @@
  *  bb_ctx layout: 0 rsp | 8 rip | 16 rbx | 24 rbp | 32 r12 | 40 r13 | 48 r14 |
  *                 56 r15 | 64 fsbase (not written: fixed per G) | 72 mxcsr | 76 cw
  */
+#include "ctx_x86_64.h"
+
 	.text
 	.globl	bb_mcall
 	.hidden	bb_mcall
@@ -20,31 +22,14 @@
 	.p2align 4
 bb_mcall:
 	.cfi_startproc
-	movq	(%rsp), %rax            /* return address */
-	movq	%rax, 8(%rdi)
-	leaq	8(%rsp), %rax           /* rsp after a return */
-	movq	%rax, 0(%rdi)
-	movq	%rbx, 16(%rdi)
-	movq	%rbp, 24(%rdi)
-	movq	%r12, 32(%rdi)
-	movq	%r13, 40(%rdi)
-	movq	%r14, 48(%rdi)
-	movq	%r15, 56(%rdi)
-	stmxcsr	72(%rdi)
-	fnstcw	76(%rdi)
+	BB_SAVE_CTX %rdi
 	/* the callee-saved registers are saved: use them to survive the syscall */
 	movq	%rsi, %rbx              /* fn */
 	movq	%rdx, %r12              /* gp */
 	movq	%rcx, %r13              /* g0sp */
 	movq	%r8, %rsi               /* g0 fs base */
-	cmpb	$0, bb_have_fsgsbase(%rip)
-	je	1f
-	wrfsbase %rsi
-	jmp	2f
-1:	movl	$158, %eax              /* SYS_arch_prctl(ARCH_SET_FS, rsi) */
-	movl	$0x1002, %edi
-	syscall
-2:	movq	%r13, %rsp              /* g0's stack, from its top each time */
+	BB_SET_FS
+	movq	%r13, %rsp              /* g0's stack, from its top each time */
 	xorl	%ebp, %ebp              /* backtraces on g0 stop here */
 	movq	%r12, %rdi
 	call	*%rbx                   /* fn(gp): never returns */

@@ -343,15 +343,9 @@ static void resetspinning(void)
 
 /* ---- running a G ---- */
 
-__attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
+/* gp becomes mp's G: the bookkeeping of every switch to a G */
+static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 {
-	bb_m *mp = bb_getm();
-	/* the G's mask first, while this M has no G: a pending process signal
-	 * it lets in is delivered at once, and its handler must find no G
-	 * half-switched to (it runs as on a thread bobbin did not make) */
-	uint64_t mask = gp->sigmask | atomic_load_explicit(&gp->procsig, memory_order_relaxed);
-	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
-		bb_apply_sigmask(mp, mask);
 	mp->curg = gp;
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
@@ -369,6 +363,59 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 		mp->p->schedtick++;
 		mp->p->inherited = 0;
 	}
+}
+
+static inline uint64_t g_mask(const bb_g *gp)
+{
+	return gp->sigmask | atomic_load_explicit(&gp->procsig, memory_order_relaxed);
+}
+
+/* The G a G about to yield or park may switch to directly (bb_gswitch),
+ * without the round through g0: the P's own next G, when schedule() would
+ * take it with nothing else to do first. NULL: go through g0, which runs
+ * due timers, the 61st tick's look at the global queue, the end of an
+ * inherited slice, Gs and Ms locked to each other, the trace, and a G
+ * whose signal mask this M must install first. */
+static bb_g *direct_next(bb_m *mp, bb_p *pp, bool *inherit)
+{
+	if (mp->lockedg != NULL || bb_trace_on || pp->inherited >= BB_SLICE_INHERITS)
+		return NULL;
+	if (pp->schedtick % 61 == 0 &&
+	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0)
+		return NULL;
+	bb_g *next = bb_runqget(pp, inherit);
+	if (next && (next->lockedm != NULL || mp->sigmask != strip_ours(g_mask(next)))) {
+		bb_runqput(pp, next, true); /* back in front: it runs next */
+		return NULL;
+	}
+	return next;
+}
+
+/* A G leaving its M for good or for a wait: the G to switch to directly,
+ * made mp's G already, or NULL (schedule on g0, which runs due timers first) */
+static bb_g *switch_target(bb_m *mp)
+{
+	bb_p *pp = mp->p;
+	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_relaxed);
+	if (t0 != 0 && t0 <= bb_nanotime())
+		return NULL;
+	bool inherit;
+	bb_g *next = direct_next(mp, pp, &inherit);
+	if (next)
+		take_g(mp, next, inherit);
+	return next;
+}
+
+__attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
+{
+	bb_m *mp = bb_getm();
+	/* the G's mask first, while this M has no G: a pending process signal
+	 * it lets in is delivered at once, and its handler must find no G
+	 * half-switched to (it runs as on a thread bobbin did not make) */
+	uint64_t mask = g_mask(gp);
+	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
+		bb_apply_sigmask(mp, mask);
+	take_g(mp, gp, inherit_time);
 	bb_gogo(&gp->ctx);
 }
 
@@ -662,24 +709,54 @@ static void interrupt_if_due(bb_g *gp)
 		bb_interrupt(gp, why);
 }
 
-static void park_m(bb_g *gp)
+/* gp, whose context is saved, waits: Gwaiting, off mp, then the wait's
+ * unlock function runs. false: the unlock function says not to wait after
+ * all, and gp is still Gwaiting (the caller runs it again) */
+static bool parked(bb_m *mp, bb_g *gp)
 {
-	bb_m *mp = bb_getm();
 	bool (*unlockf)(bb_g *, void *) = mp->waitunlockf;
 	void *arg = mp->waitarg;
 	mp->waitunlockf = NULL;
 	mp->waitarg = NULL;
-	/* the G's context is saved: once it is Gwaiting, a goready on another M
-	 * may run it at once, so nothing of the G is touched after unlockf */
+	/* once it is Gwaiting, a goready on another M may run it at once, so
+	 * nothing of the G is touched after unlockf */
 	bb_casgstatus(gp, Grunning, Gwaiting);
-	mp->curg = NULL;
+	if (mp->curg == gp) /* else a direct switch made the next G curg */
+		mp->curg = NULL;
 	gp->m = NULL;
-	if (unlockf && !unlockf(gp, arg)) {
+	if (unlockf && !unlockf(gp, arg))
+		return false;
+	interrupt_if_due(gp);
+	return true;
+}
+
+static void park_m(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	if (!parked(mp, gp)) {
 		bb_casgstatus(gp, Gwaiting, Grunnable);
 		bb_execute(gp, true);
 	}
-	interrupt_if_due(gp);
 	bb_schedule();
+}
+
+/* park_m's work after bb_gopark switched straight to the P's next G, on
+ * that G's stack (it is mp->curg already) */
+static void park_post(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	if (!parked(mp, gp)) {
+		/* no wait after all: gp runs on, the other G goes back in
+		 * front (its saved context is untouched; this frame on its
+		 * stack is abandoned) */
+		bb_g *next = mp->curg;
+		mp->curg = NULL;
+		next->m = NULL;
+		bb_casgstatus(next, Grunning, Grunnable);
+		bb_runqput(mp->p, next, true);
+		bb_casgstatus(gp, Gwaiting, Grunnable);
+		bb_execute(gp, true);
+	}
 }
 
 /* A G that holds a glibc-internal lock (a FILE lock taken by flockfile)
@@ -724,9 +801,14 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 		gp->waitreason = waitReasonZero;
 		return;
 	}
-	mp->waitunlockf = unlockf; /* read by park_m on this M's g0 */
+	mp->waitunlockf = unlockf; /* read by park_m or park_post */
 	mp->waitarg = arg;
-	bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	bb_g *next = switch_target(mp);
+	if (next) {
+		bb_gswitch(&gp->ctx, &next->ctx, park_post, gp);
+	} else {
+		bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	}
 	gp->waitreason = waitReasonZero;
 }
 
@@ -798,20 +880,47 @@ void bb_gopreempt(void)
 	mcall(gosched_m);
 }
 
+/* after bb_gosched's direct switch, on the next G's stack: prev's context
+ * is saved, so it may be queued (behind the Gs already here, as a yield
+ * asks) and taken by another M */
+static void yield_post(bb_g *prev)
+{
+	bb_m *mp = bb_getm();
+	prev->m = NULL;
+	bb_casgstatus(prev, Grunning, Grunnable);
+	bb_runqput(mp->p, prev, false);
+	bb_wakep(); /* an idle P may take it: Gs that yield spread over the Ps */
+}
+
 /* sched_yield: let every other runnable G go first (Go's Gosched puts the G
- * on the global queue). With nothing else runnable it returns at once. */
-void bb_gosched(void)
+ * on the global queue). With nothing else runnable it returns at once, and
+ * false: the caller did not give the P away. */
+bool bb_gosched(void)
 {
 	bb_reattach();
 	bb_m *mp = bb_getm();
 	if (mp->curg->libclocks > 0)
-		return; /* holds a glibc-internal lock: see park_pinned */
+		return false; /* holds a glibc-internal lock: see park_pinned */
 	/* a yield loop may be waiting for a sleeper whose timer is due */
 	run_all_timers(mp->p);
-	if (bb_runqempty(mp->p) &&
-	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
-		return;
+	bb_p *pp = mp->p;
+	bool global = atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) != 0;
+	if (!global) {
+		if (bb_runqempty(pp))
+			return false;
+		/* the common case, only local Gs to let go first (this P's
+		 * timers ran just above): switch to the next one directly */
+		bool inherit;
+		bb_g *next = direct_next(mp, pp, &inherit);
+		if (next) {
+			bb_g *gp = mp->curg;
+			take_g(mp, next, inherit);
+			bb_gswitch(&gp->ctx, &next->ctx, yield_post, gp);
+			return true;
+		}
+	}
 	mcall(gosched_m);
+	return true;
 }
 
 /* ---- G free lists ---- */
@@ -910,10 +1019,11 @@ void bb_gmain(bb_g *gp)
 	bb_goexit(res);
 }
 
-static void goexit0(bb_g *gp)
+/* gp is dead: off its M, and its joiner readied or the G freed. Runs on
+ * another stack (g0's, or the next G's after a direct switch). Returns
+ * whether gp was locked to mp. */
+static bool g_dead(bb_m *mp, bb_g *gp)
 {
-	bb_m *mp = bb_getm();
-	mp->curg = NULL;
 	gp->m = NULL;
 	/* unlock first: once a joiner runs it may free gp and a new G reuse it */
 	bool was_locked = gp->lockedm == mp;
@@ -936,7 +1046,20 @@ static void goexit0(bb_g *gp)
 		bb_gfree(gp);
 	else if (joiner)
 		bb_goready_tail(joiner);
-	if (was_locked) {
+	return was_locked;
+}
+
+/* after bb_goexit's direct switch, on the next G's stack */
+static void exit_post(bb_g *gp)
+{
+	g_dead(bb_getm(), gp);
+}
+
+static void goexit0(bb_g *gp)
+{
+	bb_m *mp = bb_getm();
+	mp->curg = NULL;
+	if (g_dead(mp, gp)) {
 		/* its thread-level kernel state (affinity, namespaces...) was the
 		 * G's: the M dies with it, as in Go, unless it is the initial one */
 		if (mp->id != 0 && bb_mexit_hook) {
@@ -1008,7 +1131,11 @@ void bb_goexit(void *result)
 		atomic_store(&bb_sched_.main_gone, true);
 	if (atomic_load(&bb_sched_.main_gone) && last_exit())
 		exit(0); /* the last thread ended: as NPTL, the process exits 0 */
-	bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	bb_g *next = gp->lockedm == NULL ? switch_target(mp) : NULL;
+	if (next)
+		bb_gswitch(&gp->ctx, &next->ctx, exit_post, gp);
+	else
+		bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	__builtin_unreachable();
 }
 

@@ -322,6 +322,7 @@ extern bool bb_active; /* the runtime is running; false = pass everything throug
 __attribute__((noreturn)) void bb_gogo(bb_ctx *to);
 void bb_mcall(bb_ctx *save, void (*fn)(bb_g *), bb_g *gp, uintptr_t g0sp, uint64_t g0fs);
 void bb_gstart(void); /* entry trampoline of a new G: r12 = g */
+void bb_gswitch(bb_ctx *save, bb_ctx *to, void (*post)(bb_g *), bb_g *prev);
 
 /* ---- the current M ---- */
 static inline bb_m *bb_getm(void)
@@ -391,7 +392,7 @@ typedef struct bb_gattr {
 	uintptr_t createpc; /* the caller of pthread_create, for dumps */
 } bb_gattr;
 bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err);
-void bb_gosched(void);
+bool bb_gosched(void); /* false: nothing else to run, no switch */
 /* park the current G; unlockf (may be NULL) runs on g0 after the G is marked
  * waiting; returning false from it cancels the park. */
 void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason);

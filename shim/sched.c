@@ -8,8 +8,9 @@
 
 BB_EXPORT int sched_yield(void)
 {
-	if (!bb_on_g() || bb_alone())
+	if (!bb_on_g())
 		return REAL(sched_yield)();
-	bb_gosched();
+	if (!bb_gosched() && bb_alone())
+		return REAL(sched_yield)();
 	return 0;
 }

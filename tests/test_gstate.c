@@ -342,3 +342,90 @@ Test(gstate, thread_locals_are_per_g)
 		     atomic_load(&errno_bad));
 	cr_assert_eq(tv, 7, "G1's own __thread was overwritten");
 }
+
+/* ---- switching straight from G to G (bb_gswitch) ----
+ *
+ * A G that yields, parks or exits while its P has a next G of its own
+ * switches to that G directly, not through g0. These run on one P, so the
+ * next G is always the P's own. */
+
+/* a wait whose unlock function says "do not wait": the G runs on at once,
+ * and the G the switch had already made current goes back in front */
+static _Atomic int other_ran;
+static _Atomic uint32_t status_in_unlockf;
+static bb_g *_Atomic refused_g;
+
+static bool refuse_wait(bb_g *gp, void *arg)
+{
+	(void)arg;
+	atomic_store(&status_in_unlockf, atomic_load(&gp->status));
+	atomic_store(&refused_g, gp);
+	return false;
+}
+
+static void *mark_ran(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&other_ran, 1);
+	return NULL;
+}
+
+Test(gstate, park_refused_by_unlockf_runs_on)
+{
+	rt_start(1);
+	for (int round = 0; round < 100; round++) {
+		atomic_store(&other_ran, 0);
+		bb_g *o = rt_go(mark_ran, NULL); /* queued: the target of the switch */
+		bb_gopark(refuse_wait, NULL, waitReasonZero);
+		bb_g *self = bb_getg();
+		cr_assert_eq(atomic_load(&refused_g), self, "unlockf got another G");
+		cr_assert_eq(atomic_load(&status_in_unlockf), Gwaiting,
+			     "the G was not waiting when unlockf ran");
+		cr_assert_eq(atomic_load(&self->status), Grunning);
+		cr_assert_eq(bb_getm()->curg, self);
+		cr_assert_eq(atomic_load(&other_ran), 0,
+			     "the other G ran although the park was refused");
+		cr_assert_eq(atomic_load(&o->status), Grunnable);
+		rt_join(o);
+		cr_assert_eq(atomic_load(&other_ran), 1);
+	}
+}
+
+/* Each G keeps its own rounding modes (MXCSR and x87 control word) across
+ * switches: the direct switch loads them only when they differ. */
+#define FP_ROUNDS 2000
+static _Atomic int fp_bad;
+
+static void *fp_keeper(void *arg)
+{
+	int mode = (int)(intptr_t)arg;
+	uint32_t mx;
+	uint16_t cw;
+	__asm__ volatile("stmxcsr %0" : "=m"(mx));
+	__asm__ volatile("fnstcw %0" : "=m"(cw));
+	/* rounding control: MXCSR bits 13-14, x87 control word bits 10-11 */
+	uint32_t want_mx = (mx & ~0x6000u) | ((uint32_t)mode << 13);
+	uint16_t want_cw = (uint16_t)((cw & ~0xc00u) | ((unsigned)mode << 10));
+	__asm__ volatile("ldmxcsr %0" ::"m"(want_mx));
+	__asm__ volatile("fldcw %0" ::"m"(want_cw));
+	for (int i = 0; i < FP_ROUNDS; i++) {
+		bb_gosched();
+		__asm__ volatile("stmxcsr %0" : "=m"(mx));
+		__asm__ volatile("fnstcw %0" : "=m"(cw));
+		if (mx != want_mx || cw != want_cw)
+			atomic_fetch_add(&fp_bad, 1);
+	}
+	return NULL;
+}
+
+Test(gstate, rounding_modes_are_per_g_across_switches)
+{
+	rt_start(1);
+	bb_g *g[8];
+	for (int i = 0; i < 8; i++)
+		g[i] = rt_go(fp_keeper, (void *)(intptr_t)(i % 4)); /* 2 Gs per mode */
+	for (int i = 0; i < 8; i++)
+		rt_join(g[i]);
+	cr_assert_eq(atomic_load(&fp_bad), 0, "%d times a G found another G's rounding mode",
+		     atomic_load(&fp_bad));
+}
