@@ -46,11 +46,13 @@ struct helper {
     enum op op;
     atomic_int state; /* 1: did its operation; 2: main says finish */
     int rc;
+    pid_t tid; /* its gettid() */
 };
 
 static void *helper_main(void *arg)
 {
     struct helper *h = arg;
+    h->tid = gettid();
     switch (h->op) {
     case OP_HOLD:
         h->rc = pthread_mutex_lock(h->mu);
@@ -135,6 +137,33 @@ static void errorcheck_probes(void)
     expect("errorcheck destroy", pthread_mutex_destroy(&m), 0);
 }
 
+/* the fields glibc keeps in a default or adaptive mutex, which debuggers and
+ * programs read: the holder's thread id and the user count */
+static void owner_probes(const char *kind, pthread_mutex_t *m)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s lock", kind);
+    expect(what, pthread_mutex_lock(m), 0);
+    snprintf(what, sizeof what, "%s owner is the holder's tid", kind);
+    expect_val(what, m->__data.__owner == gettid(), 1);
+    snprintf(what, sizeof what, "%s users while held", kind);
+    expect_val(what, m->__data.__nusers, 1);
+    snprintf(what, sizeof what, "%s unlock", kind);
+    expect(what, pthread_mutex_unlock(m), 0);
+    snprintf(what, sizeof what, "%s owner after unlock", kind);
+    expect_val(what, m->__data.__owner, 0);
+    snprintf(what, sizeof what, "%s users after unlock", kind);
+    expect_val(what, m->__data.__nusers, 0);
+    struct helper h;
+    snprintf(what, sizeof what, "%s held by another thread", kind);
+    expect(what, helper_start(&h, m, OP_HOLD), 0);
+    snprintf(what, sizeof what, "%s owner is the other thread's tid", kind);
+    expect_val(what, m->__data.__owner == h.tid && h.tid != gettid(), 1);
+    helper_finish(&h);
+    snprintf(what, sizeof what, "%s owner after the other thread's unlock", kind);
+    expect_val(what, m->__data.__owner, 0);
+}
+
 static void normal_probes(void)
 {
     pthread_mutex_t m;
@@ -153,6 +182,11 @@ static void normal_probes(void)
     expect("default destroy while held elsewhere", pthread_mutex_destroy(&d), EBUSY);
     helper_finish(&h);
     expect("default destroy after release", pthread_mutex_destroy(&d), 0);
+
+    pthread_mutex_t o = PTHREAD_MUTEX_INITIALIZER;
+    owner_probes("default", &o);
+    pthread_mutex_t ad = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+    owner_probes("adaptive", &ad);
 }
 
 static void recursive_probes(void)

@@ -80,6 +80,16 @@ int bb_mutex_lock_until(bb_mutex *m, int64_t deadline)
 	}
 }
 
+/* the lock word went from 2 to 0: wake a waiter */
+static void wake_waiter(bb_mutex *m)
+{
+	/* no G parked: the one who set 2 may be a thread waiting in glibc's
+	 * own lock on the kernel futex (code that runs outside the scheduler:
+	 * a signal handler, glibc inside entersyscall) */
+	if (bb_sema_wake(&m->lock, 1) == 0)
+		bb_futex((_Atomic uint32_t *)&m->lock, FUTEX_WAKE, 1, NULL); /* private */
+}
+
 void bb_mutex_release(void *mv)
 {
 	bb_mutex *m = mv;
@@ -89,12 +99,38 @@ void bb_mutex_release(void *mv)
 	if (atomic_load_explicit(&m->starving, memory_order_relaxed) &&
 	    bb_sema_wake_handoff(&m->lock))
 		return;
-	/* no G parked: the one who set 2 may be a thread waiting in glibc's
-	 * own lock on the kernel futex (code that runs outside the scheduler:
-	 * a signal handler, glibc inside entersyscall) */
-	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2 &&
-	    bb_sema_wake(&m->lock, 1) == 0)
-		bb_futex((_Atomic uint32_t *)&m->lock, FUTEX_WAKE, 1, NULL); /* private */
+	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
+		wake_waiter(m);
+}
+
+/* A default or adaptive mutex (no owner checks, no recursion count, not
+ * shared with the kernel's view): its lock and unlock take the same one
+ * atomic instruction glibc's fast path takes, before anything else, from
+ * any thread, G or not (the lock word, owner and users are glibc's). Only
+ * a wait or a wake-up goes through the scheduler. */
+static inline bool plain_mutex(const bb_mutex *m)
+{
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed) & ~BB_MUTEX_ELISION_FLAGS;
+	return kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP;
+}
+
+static inline bool preempt_asked(const bb_g *gp)
+{
+	return gp != NULL && atomic_load_explicit(&gp->preempt, memory_order_relaxed);
+}
+
+/* a plain mutex taken if free, as glibc takes it: true if taken */
+static inline bool plain_take(bb_mutex *m)
+{
+	int c = 0;
+	if (!__builtin_expect(bb_active, 1) || !plain_mutex(m) ||
+	    !atomic_compare_exchange_strong_explicit(&m->lock, &c, 1, memory_order_acquire,
+						     memory_order_relaxed))
+		return false;
+	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
+	m->count = 1;
+	m->nusers++;
+	return true;
 }
 
 static int lock_common(bb_mutex *m, int64_t deadline, bool try)
@@ -137,6 +173,8 @@ static bool kernel_mutex(pthread_mutex_t *mu)
 
 BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
 {
+	if (plain_take((bb_mutex *)mu))
+		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_mutex_lock)(mu);
 	if (kernel_mutex(mu))
@@ -147,6 +185,8 @@ BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
 
 BB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mu)
 {
+	if (plain_take((bb_mutex *)mu))
+		return 0;
 	if (!bb_on_g() || kernel_mutex(mu))
 		return REAL(pthread_mutex_trylock)(mu);
 	return lock_common((bb_mutex *)mu, 0, true);
@@ -208,11 +248,25 @@ BB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mu)
 	 * idle M) may unlock a mutex Gs are parked on: the wake must be ours */
 	if (!bb_active || kernel_mutex(mu))
 		return REAL(pthread_mutex_unlock)(mu);
-	if (!bb_on_g()) {
-		bb_mutex_release((bb_mutex *)mu);
+	bb_mutex *m = (bb_mutex *)mu;
+	if (plain_mutex(m) && !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
+		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
+		m->nusers--;
+		if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2) {
+			(void)bb_on_g(); /* on a G: its bobbin frame is marked for the wake */
+			wake_waiter(m);
+		} else if (bb_tls_m && preempt_asked(bb_getm()->curg) && bb_on_g()) {
+			/* sysmon asked this G to give way while the pc was in
+			 * bobbin's code: a loop of plain locks and unlocks
+			 * gives way here, as it did at every lock */
+			bb_preempt_point();
+		}
 		return 0;
 	}
-	bb_mutex *m = (bb_mutex *)mu;
+	if (!bb_on_g()) {
+		bb_mutex_release(m);
+		return 0;
+	}
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed) & ~BB_MUTEX_ELISION_FLAGS;
 	if (kind < 0 || kind > 3)
 		return EINVAL;
