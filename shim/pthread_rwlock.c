@@ -260,19 +260,26 @@ static int wrlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abs
 	}
 }
 
-static void wrunlock(bb_rwlock *l)
+/* give back the write lock; *wake_readers: parked readers may enter now.
+ * Returns the state it left. */
+static uint64_t wr_release(bb_rwlock *l, bool *wake_readers)
 {
 	atomic_store_explicit(&l->cur_writer, 0, memory_order_relaxed);
 	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
-	bool wake_readers;
 	do {
 		n = s & ~(uint64_t)RW_W;
-		wake_readers = (s & RW_RWAIT) && (!prefer_writer(l) || nwriters(s) == 0);
-		if (wake_readers)
+		*wake_readers = (s & RW_RWAIT) && (!prefer_writer(l) || nwriters(s) == 0);
+		if (*wake_readers)
 			n &= ~(uint64_t)RW_RWAIT;
 		/* release: the critical section happens before the next holder */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
 							memory_order_relaxed));
+	return n;
+}
+
+/* the wake-ups a write unlock that left state n owes */
+static void wr_wake(bb_rwlock *l, uint64_t n, bool wake_readers)
+{
 	/* from here on the lock may be freed: only its addresses are used */
 	int woken = wake_readers ? bb_sema_wake(&l->rqueue, -1) : 0;
 	/* woken readers take the lock and their last one wakes a writer; if
@@ -281,18 +288,18 @@ static void wrunlock(bb_rwlock *l)
 		bb_sema_wake(&l->wqueue, 1);
 }
 
-static void rdunlock(bb_rwlock *l)
+/* give back a read lock: whether a writer is to be woken */
+static bool rd_release(bb_rwlock *l)
 {
 	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
 	do {
 		if (nreaders(s) == 0)
-			return; /* not read-locked: undefined; NPTL corrupts, we ignore */
+			return false; /* not read-locked: undefined; NPTL corrupts, we ignore */
 		n = s - RW_READER;
 		/* release: the read section happens before the next writer */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
 							memory_order_relaxed));
-	if (writable(n) && nwriters(n) > 0)
-		bb_sema_wake(&l->wqueue, 1);
+	return writable(n) && nwriters(n) > 0;
 }
 
 /* ---- the interposed functions ---- */
@@ -305,6 +312,32 @@ static bool kernel_rwlock(pthread_rwlock_t *rw)
 static bool self_writes(bb_rwlock *l)
 {
 	return atomic_load_explicit(&l->cur_writer, memory_order_relaxed) == bb_self_tid();
+}
+
+/* The caller runs a G (or a handler on its M) and the lock is bobbin's:
+ * what needs no wait is done on the lock word at once, without the rest of
+ * bb_on_g(); a wait or a wake-up goes the whole way. */
+static inline bool g_lock(pthread_rwlock_t *rw)
+{
+	return bb_tls_m && bb_getm()->curg != NULL && !kernel_rwlock(rw);
+}
+
+/* a read lock taken on the spot by a G: true if taken */
+static inline bool fast_read(pthread_rwlock_t *rw)
+{
+	bb_rwlock *l = (bb_rwlock *)rw;
+	uint64_t s;
+	return g_lock(rw) && !self_writes(l) && try_read(l, &s) == 0;
+}
+
+/* the write lock taken on the spot by a G: true if taken */
+static inline bool fast_write(pthread_rwlock_t *rw)
+{
+	bb_rwlock *l = (bb_rwlock *)rw;
+	if (!g_lock(rw))
+		return false;
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
+	return try_write(l, &s, false);
 }
 
 static int rdlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *abstime)
@@ -336,6 +369,8 @@ static int wrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *
 
 BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 {
+	if (fast_read(rw))
+		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_rwlock_rdlock)(rw);
 	if (kernel_rwlock(rw))
@@ -372,6 +407,8 @@ BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
 
 BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 {
+	if (fast_write(rw))
+		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_rwlock_wrlock)(rw);
 	if (kernel_rwlock(rw))
@@ -409,15 +446,23 @@ BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
 
 BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!g_lock(rw))
 		return REAL(pthread_rwlock_unlock)(rw);
 	bb_rwlock *l = (bb_rwlock *)rw;
 	/* as NPTL: the holder of the write lock is the thread whose tid is in
-	 * cur_writer; anyone else is taken for a reader */
-	if (self_writes(l))
-		wrunlock(l);
-	else
-		rdunlock(l);
+	 * cur_writer; anyone else is taken for a reader. Only a wake-up needs
+	 * the scheduler (bb_on_g marks this frame for it). */
+	if (self_writes(l)) {
+		bool readers;
+		uint64_t n = wr_release(l, &readers);
+		if (readers || nwriters(n) > 0) {
+			(void)bb_on_g();
+			wr_wake(l, n, readers);
+		}
+	} else if (rd_release(l)) {
+		(void)bb_on_g();
+		bb_sema_wake(&l->wqueue, 1);
+	}
 	return 0;
 }
 
