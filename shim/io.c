@@ -223,6 +223,31 @@ static ssize_t do_write_all(ioreq *r)
 
 /* ---- the calls ---- */
 
+/* A call that cannot wait (MSG_DONTWAIT, RWF_NOWAIT) is made raw, not
+ * through glibc's cancellable wrapper and its two atomic updates of the
+ * thread's cancel state: it is no cancellation point (do_io tests for
+ * cancellation before each attempt). Returns as the wrapper would. */
+static ssize_t nowait_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	long r = bb_rawsyscall6(nr, a1, a2, a3, a4, a5, a6);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* recvfrom, sendto, preadv2 and pwritev2 (at the current position: -1;
+ * the kernel takes the low word of a 64-bit position) without waiting */
+#define NOWAIT_RECV(r, buf, len) \
+	nowait_call(SYS_recvfrom, (r)->fd, (long)(buf), (long)(len), MSG_DONTWAIT, 0, 0)
+#define NOWAIT_SEND(r, buf, len) \
+	nowait_call(SYS_sendto, (r)->fd, (long)(buf), (long)(len), MSG_DONTWAIT, 0, 0)
+#define NOWAIT_PREADV(r, iov, cnt) \
+	nowait_call(SYS_preadv2, (r)->fd, (long)(iov), (cnt), -1, 0, RWF_NOWAIT)
+#define NOWAIT_PWRITEV(r, iov, cnt) \
+	nowait_call(SYS_pwritev2, (r)->fd, (long)(iov), (cnt), -1, 0, RWF_NOWAIT)
+
 static ssize_t c_read(ioreq *r, bool nowait)
 {
 	if (!nowait)
@@ -231,9 +256,9 @@ static ssize_t c_read(ioreq *r, bool nowait)
 		return 0;
 	bb_pd *pd = bb_pd_peek(r->fd);
 	if (pd->kind == BB_FD_SOCKET)
-		return REAL(recv)(r->fd, r->buf, r->len, MSG_DONTWAIT);
+		return NOWAIT_RECV(r, r->buf, r->len);
 	struct iovec v = {r->buf, r->len};
-	return preadv2(r->fd, &v, 1, -1, RWF_NOWAIT);
+	return NOWAIT_PREADV(r, &v, 1);
 }
 
 static ssize_t c_write(ioreq *r, bool nowait)
@@ -242,9 +267,9 @@ static ssize_t c_write(ioreq *r, bool nowait)
 		return REAL(write)(r->fd, r->buf, r->len);
 	bb_pd *pd = bb_pd_peek(r->fd);
 	if (pd->kind == BB_FD_SOCKET)
-		return REAL(send)(r->fd, r->buf, r->len, MSG_DONTWAIT);
+		return NOWAIT_SEND(r, r->buf, r->len);
 	struct iovec v = {r->buf, r->len};
-	return pwritev2(r->fd, &v, 1, -1, RWF_NOWAIT);
+	return NOWAIT_PWRITEV(r, &v, 1);
 }
 
 BB_EXPORT ssize_t read(int fd, void *buf, size_t len)
@@ -266,9 +291,9 @@ static ssize_t c_readv(ioreq *r, bool nowait)
 	bb_pd *pd = bb_pd_peek(r->fd);
 	if (pd->kind == BB_FD_SOCKET) {
 		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
-		return REAL(recvmsg)(r->fd, &m, MSG_DONTWAIT);
+		return nowait_call(SYS_recvmsg, r->fd, (long)&m, MSG_DONTWAIT, 0, 0, 0);
 	}
-	return preadv2(r->fd, r->iov, r->iovcnt, -1, RWF_NOWAIT);
+	return NOWAIT_PREADV(r, r->iov, r->iovcnt);
 }
 
 static ssize_t c_writev(ioreq *r, bool nowait)
@@ -278,9 +303,9 @@ static ssize_t c_writev(ioreq *r, bool nowait)
 	bb_pd *pd = bb_pd_peek(r->fd);
 	if (pd->kind == BB_FD_SOCKET) {
 		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
-		return REAL(sendmsg)(r->fd, &m, MSG_DONTWAIT);
+		return nowait_call(SYS_sendmsg, r->fd, (long)&m, MSG_DONTWAIT, 0, 0, 0);
 	}
-	return pwritev2(r->fd, r->iov, r->iovcnt, -1, RWF_NOWAIT);
+	return NOWAIT_PWRITEV(r, r->iov, r->iovcnt);
 }
 
 BB_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
