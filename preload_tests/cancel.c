@@ -400,6 +400,57 @@ static void probe_finished(void)
     CHECK(jr == 0 && ret == (void *)99, "finished: join %d value %p", jr, ret);
 }
 
+/* sem_wait and sem_timedwait are cancellation points even when a token is
+ * there (POSIX "shall occur"; NPTL tests before it takes one): a thread
+ * with a request pending (held back by DISABLE until then) is cancelled
+ * at the call and leaves the token */
+static sem_t sem_one;
+static atomic_int tok_ready, tok_go, tok_took;
+static void *token_thread(void *arg)
+{
+    int timed = (int)(intptr_t)arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    atomic_store(&tok_ready, 1);
+    while (!atomic_load(&tok_go))
+        sched_yield();
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); /* no cancellation point */
+    if (timed) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 5;
+        if (sem_timedwait(&sem_one, &dl) == 0)
+            atomic_store(&tok_took, 1);
+    } else if (sem_wait(&sem_one) == 0) {
+        atomic_store(&tok_took, 1);
+    }
+    return NULL;
+}
+
+static void probe_token(int timed)
+{
+    const char *what = timed ? "sem_timedwait with a token" : "sem_wait with a token";
+    current_probe = what;
+    sem_init(&sem_one, 0, 1);
+    atomic_store(&tok_ready, 0);
+    atomic_store(&tok_go, 0);
+    atomic_store(&tok_took, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, token_thread, (void *)(intptr_t)timed) == 0, "create");
+    wait_flag(&tok_ready);
+    int rc = pthread_cancel(t);
+    atomic_store(&tok_go, 1);
+    void *ret = NULL;
+    int jr = pthread_join(t, &ret);
+    int left = -1;
+    sem_getvalue(&sem_one, &left);
+    printf("%-28s cancel=%d join=%d canceled=%d took=%d tokens left=%d\n", what, rc, jr,
+           ret == PTHREAD_CANCELED, atomic_load(&tok_took), left);
+    CHECK(rc == 0 && jr == 0 && ret == PTHREAD_CANCELED, "%s: not cancelled (%d %d %p)", what,
+          rc, jr, ret);
+    CHECK(left == 1, "%s: the token was taken", what);
+    sem_destroy(&sem_one);
+}
+
 /* many threads over the blocking points, cancelled together */
 enum { NMANY = 60 };
 static void probe_many(void)
@@ -483,6 +534,8 @@ int main(void)
     probe_nested(2, "nested handlers, return", (void *)456, "x");
     probe_disable();
     probe_finished();
+    probe_token(0);
+    probe_token(1);
     probe_many();
 
     alarm(0);

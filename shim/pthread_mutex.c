@@ -171,16 +171,23 @@ static bool kernel_mutex(pthread_mutex_t *mu)
 	return kind > 0 && (kind & BB_MUTEX_KERNEL_FLAGS) != 0;
 }
 
-BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
+/* the rest of pthread_mutex_lock, apart so that the fast path above it
+ * needs no stack frame */
+static __attribute__((noinline)) int lock_slow(pthread_mutex_t *mu)
 {
-	if (plain_take((bb_mutex *)mu))
-		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_mutex_lock)(mu);
 	if (kernel_mutex(mu))
 		return BB_KERNEL_WAIT(REAL(pthread_mutex_lock)(mu));
 	bb_preempt_point();
 	return lock_common((bb_mutex *)mu, 0, false);
+}
+
+BB_EXPORT int pthread_mutex_lock(pthread_mutex_t *mu)
+{
+	if (plain_take((bb_mutex *)mu))
+		return 0;
+	return lock_slow(mu);
 }
 
 BB_EXPORT int pthread_mutex_trylock(pthread_mutex_t *mu)
@@ -242,27 +249,48 @@ BB_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *mu, clockid_t clock,
 	return timed(mu, clock, abstime);
 }
 
+/* out of line, so that pthread_mutex_unlock's fast path needs no frame */
+static __attribute__((noinline)) void unlock_wake(bb_mutex *m)
+{
+	(void)bb_on_g(); /* on a G: its bobbin frame is marked for the wake */
+	wake_waiter(m);
+}
+
+/* sysmon asked this G to give way while the pc was in bobbin's code: a
+ * loop of plain locks and unlocks gives way here, as it did at every lock */
+static __attribute__((noinline)) void unlock_give_way(void)
+{
+	if (bb_on_g())
+		bb_preempt_point();
+}
+
+static int unlock_slow(pthread_mutex_t *mu);
+
 BB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mu)
+{
+	bb_mutex *m = (bb_mutex *)mu;
+	if (__builtin_expect(bb_active, 1) && plain_mutex(m) &&
+	    !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
+		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
+		m->nusers--;
+		if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
+			unlock_wake(m);
+		else if (bb_tls_m && preempt_asked(bb_getm()->curg))
+			unlock_give_way();
+		return 0;
+	}
+	return unlock_slow(mu);
+}
+
+/* pthread_mutex_unlock of a mutex with owner checks, a starving one, or
+ * one glibc keeps */
+static __attribute__((noinline)) int unlock_slow(pthread_mutex_t *mu)
 {
 	/* not only Gs: a thread bobbin did not make (or a signal handler on an
 	 * idle M) may unlock a mutex Gs are parked on: the wake must be ours */
 	if (!bb_active || kernel_mutex(mu))
 		return REAL(pthread_mutex_unlock)(mu);
 	bb_mutex *m = (bb_mutex *)mu;
-	if (plain_mutex(m) && !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
-		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
-		m->nusers--;
-		if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2) {
-			(void)bb_on_g(); /* on a G: its bobbin frame is marked for the wake */
-			wake_waiter(m);
-		} else if (bb_tls_m && preempt_asked(bb_getm()->curg) && bb_on_g()) {
-			/* sysmon asked this G to give way while the pc was in
-			 * bobbin's code: a loop of plain locks and unlocks
-			 * gives way here, as it did at every lock */
-			bb_preempt_point();
-		}
-		return 0;
-	}
 	if (!bb_on_g()) {
 		bb_mutex_release(m);
 		return 0;

@@ -367,15 +367,22 @@ static int wrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *
 	return wrlock_slow(l, clock, abstime);
 }
 
-BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+/* the rest of pthread_rwlock_rdlock, apart so that its fast path needs no
+ * stack frame */
+static __attribute__((noinline)) int rdlock_slow_entry(pthread_rwlock_t *rw)
 {
-	if (fast_read(rw))
-		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_rwlock_rdlock)(rw);
 	if (kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_rdlock)(rw));
 	return rdlock(rw, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
+{
+	if (fast_read(rw))
+		return 0;
+	return rdlock_slow_entry(rw);
 }
 
 BB_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
@@ -405,15 +412,21 @@ BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
 	return rdlock(rw, clock, abstime);
 }
 
-BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+/* the rest of pthread_rwlock_wrlock (see rdlock_slow_entry) */
+static __attribute__((noinline)) int wrlock_slow_entry(pthread_rwlock_t *rw)
 {
-	if (fast_write(rw))
-		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_rwlock_wrlock)(rw);
 	if (kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_wrlock)(rw));
 	return wrlock(rw, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+{
+	if (fast_write(rw))
+		return 0;
+	return wrlock_slow_entry(rw);
 }
 
 BB_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
@@ -444,6 +457,18 @@ BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
 	return wrlock(rw, clock, abstime);
 }
 
+/* the wake-ups an unlock owes: a write unlock's (wr_wake), or a read
+ * unlock's one writer; out of line, so that the unlock needs no frame */
+static __attribute__((noinline)) void unlock_wake(bb_rwlock *l, uint64_t n, bool readers,
+						  bool writer)
+{
+	(void)bb_on_g(); /* on a G: its bobbin frame is marked for the wake */
+	if (writer)
+		wr_wake(l, n, readers);
+	else
+		bb_sema_wake(&l->wqueue, 1);
+}
+
 BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
 	if (!g_lock(rw))
@@ -455,13 +480,10 @@ BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 	if (self_writes(l)) {
 		bool readers;
 		uint64_t n = wr_release(l, &readers);
-		if (readers || nwriters(n) > 0) {
-			(void)bb_on_g();
-			wr_wake(l, n, readers);
-		}
+		if (readers || nwriters(n) > 0)
+			unlock_wake(l, n, readers, true);
 	} else if (rd_release(l)) {
-		(void)bb_on_g();
-		bb_sema_wake(&l->wqueue, 1);
+		unlock_wake(l, 0, false, false);
 	}
 	return 0;
 }

@@ -30,6 +30,10 @@ static bool take(_Atomic int *l)
 
 BB_EXPORT int pthread_spin_lock(pthread_spinlock_t *lock)
 {
+	/* a free lock is taken as glibc takes it, whoever the caller (a
+	 * failed try leaves the word as glibc's own failed try would) */
+	if (take((_Atomic int *)lock))
+		return 0;
 	if (!bb_on_g())
 		return REAL(pthread_spin_lock)(lock);
 	_Atomic int *l = (_Atomic int *)lock;

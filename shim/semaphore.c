@@ -141,8 +141,15 @@ static bool valid_nsec(const struct timespec *abstime)
 	return abstime->tv_nsec >= 0 && abstime->tv_nsec < 1000000000;
 }
 
+/* A token taken on the spot is taken as glibc's own fast path takes it
+ * (the same word, the same CAS), whoever the caller and whatever the
+ * semaphore: only a wait needs to know whose it is. */
 BB_EXPORT int sem_wait(sem_t *sem)
 {
+	/* a cancellation point even when a token is there, as NPTL's */
+	bb_testcancel();
+	if (__builtin_expect(bb_active, 1) && try_take((bb_sem *)sem))
+		return 0;
 	if (!ours(sem))
 		return KERNEL_SEM_WAIT(REAL(sem_wait)(sem));
 	bb_sem *s = (bb_sem *)sem;
@@ -153,10 +160,10 @@ BB_EXPORT int sem_wait(sem_t *sem)
 
 BB_EXPORT int sem_trywait(sem_t *sem)
 {
+	if (__builtin_expect(bb_active, 1) && try_take((bb_sem *)sem))
+		return 0;
 	if (!ours(sem))
 		return REAL(sem_trywait)(sem);
-	if (try_take((bb_sem *)sem))
-		return 0;
 	errno = EAGAIN;
 	return -1;
 }
@@ -169,6 +176,7 @@ BB_EXPORT int sem_timedwait(sem_t *sem, const struct timespec *abstime)
 		errno = EINVAL;
 		return -1;
 	}
+	bb_testcancel(); /* after the EINVAL test, before the token: NPTL's order */
 	bb_sem *s = (bb_sem *)sem;
 	if (try_take(s))
 		return 0;
@@ -183,6 +191,7 @@ BB_EXPORT int sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *
 		errno = EINVAL;
 		return -1;
 	}
+	bb_testcancel(); /* after the EINVAL test, before the token: NPTL's order */
 	bb_sem *s = (bb_sem *)sem;
 	if (try_take(s))
 		return 0;
