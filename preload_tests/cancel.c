@@ -401,9 +401,9 @@ static void probe_finished(void)
 }
 
 /* sem_wait and sem_timedwait are cancellation points even when a token is
- * there (POSIX "shall occur"; NPTL tests before it takes one): a thread
- * with a request pending (held back by DISABLE until then) is cancelled
- * at the call and leaves the token */
+ * there (POSIX "shall occur"; NPTL tests before it takes one), and so is a
+ * clock_nanosleep of 0: a thread with a request pending (held back by
+ * DISABLE until then) is cancelled at the call and leaves the token */
 static sem_t sem_one;
 static atomic_int tok_ready, tok_go, tok_took;
 static void *token_thread(void *arg)
@@ -414,7 +414,10 @@ static void *token_thread(void *arg)
     while (!atomic_load(&tok_go))
         sched_yield();
     pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); /* no cancellation point */
-    if (timed) {
+    if (timed == 2) {
+        struct timespec zero = {0, 0};
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &zero, NULL); /* no wait, still a point */
+    } else if (timed) {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_sec += 5;
@@ -428,7 +431,9 @@ static void *token_thread(void *arg)
 
 static void probe_token(int timed)
 {
-    const char *what = timed ? "sem_timedwait with a token" : "sem_wait with a token";
+    const char *what = timed == 2 ? "clock_nanosleep of 0"
+                       : timed    ? "sem_timedwait with a token"
+                                  : "sem_wait with a token";
     current_probe = what;
     sem_init(&sem_one, 0, 1);
     atomic_store(&tok_ready, 0);
@@ -449,6 +454,50 @@ static void probe_token(int timed)
           rc, jr, ret);
     CHECK(left == 1, "%s: the token was taken", what);
     sem_destroy(&sem_one);
+}
+
+/* pthread_join of a thread that has already ended waits for nothing and is
+ * no cancellation point then (NPTL looks at the request only while it
+ * waits): a joiner with a request pending gets the value, then is
+ * cancelled at its next cancellation point */
+static pthread_t ended;
+static atomic_int ej_ready, ej_go, ej_joined;
+static void *ended_thread(void *arg)
+{
+    (void)arg;
+    return (void *)77;
+}
+static void *ended_joiner(void *arg)
+{
+    (void)arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    atomic_store(&ej_ready, 1);
+    while (!atomic_load(&ej_go))
+        sched_yield();
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    void *v = NULL;
+    if (pthread_join(ended, &v) == 0 && v == (void *)77)
+        atomic_store(&ej_joined, 1);
+    pthread_testcancel();
+    return NULL;
+}
+
+static void probe_join_ended(void)
+{
+    current_probe = "join an ended thread, cancel pending";
+    REQUIRE(pthread_create(&ended, NULL, ended_thread, NULL) == 0, "create");
+    sleep_ms(50); /* it has certainly returned */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, ended_joiner, NULL) == 0, "create");
+    wait_flag(&ej_ready);
+    int rc = pthread_cancel(t);
+    atomic_store(&ej_go, 1);
+    void *ret = NULL;
+    int jr = pthread_join(t, &ret);
+    printf("%-28s cancel=%d join=%d canceled=%d joined first=%d\n", "join ended, cancel pending",
+           rc, jr, ret == PTHREAD_CANCELED, atomic_load(&ej_joined));
+    CHECK(rc == 0 && jr == 0 && ret == PTHREAD_CANCELED, "join ended: %d %d %p", rc, jr, ret);
+    CHECK(atomic_load(&ej_joined) == 1, "join ended: cancelled in a join that did not wait");
 }
 
 /* many threads over the blocking points, cancelled together */
@@ -536,6 +585,8 @@ int main(void)
     probe_finished();
     probe_token(0);
     probe_token(1);
+    probe_token(2);
+    probe_join_ended();
     probe_many();
 
     alarm(0);

@@ -152,7 +152,10 @@ BB_EXPORT int pthread_join(pthread_t th, void **ret)
 	if (gp == NULL)
 		return err;
 	for (;;) {
-		bb_testcancel();
+		/* a cancellation point only when it would wait: NPTL joins a
+		 * thread that has already ended without looking at a request */
+		if (!__atomic_load_n(&gp->exited, __ATOMIC_ACQUIRE))
+			bb_testcancel();
 		err = bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
 		if (err != EINTR)
 			return err;

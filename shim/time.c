@@ -45,6 +45,7 @@ static int64_t sleep_until(int64_t deadline)
 		int64_t left = deadline - bb_nanotime();
 		return left > 0 ? left : 1;
 	}
+	bb_testcancel(); /* also when a handler ends the sleep before it starts */
 	gp->sig_ran = false;
 	/* signal.c: a handler must end the sleep, even one already due */
 	bool ran = bb_block_handled_for_wait();
@@ -122,6 +123,7 @@ BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 		ns -= ts_ns(&now);
 	}
 	if (ns <= 0) {
+		bb_testcancel(); /* a cancellation point even with no wait, as natively */
 		bb_gosched();
 		return 0;
 	}
