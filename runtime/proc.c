@@ -1131,7 +1131,7 @@ void bb_goexit(void *result)
 		atomic_store(&bb_sched_.main_gone, true);
 	if (atomic_load(&bb_sched_.main_gone) && last_exit())
 		exit(0); /* the last thread ended: as NPTL, the process exits 0 */
-	bb_g *next = gp->lockedm == NULL ? switch_target(mp) : NULL;
+	bb_g *next = switch_target(mp); /* none for a G locked to this M (direct_next) */
 	if (next)
 		bb_gswitch(&gp->ctx, &next->ctx, exit_post, gp);
 	else

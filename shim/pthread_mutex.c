@@ -90,16 +90,28 @@ static void wake_waiter(bb_mutex *m)
 		bb_futex((_Atomic uint32_t *)&m->lock, FUTEX_WAKE, 1, NULL); /* private */
 }
 
+/* the holder's fields cleared (glibc's), before the lock word goes */
+static inline void clear_holder(bb_mutex *m)
+{
+	atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
+	m->nusers--;
+}
+
+/* the lock word set free: true if a waiter may need a wake-up */
+static inline bool free_word(bb_mutex *m)
+{
+	return atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2;
+}
+
 void bb_mutex_release(void *mv)
 {
 	bb_mutex *m = mv;
-	atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
-	m->nusers--;
+	clear_holder(m);
 	/* starving: the first waiter gets the lock as it is (still held) */
 	if (atomic_load_explicit(&m->starving, memory_order_relaxed) &&
 	    bb_sema_wake_handoff(&m->lock))
 		return;
-	if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
+	if (free_word(m))
 		wake_waiter(m);
 }
 
@@ -271,9 +283,8 @@ BB_EXPORT int pthread_mutex_unlock(pthread_mutex_t *mu)
 	bb_mutex *m = (bb_mutex *)mu;
 	if (__builtin_expect(bb_active, 1) && plain_mutex(m) &&
 	    !atomic_load_explicit(&m->starving, memory_order_relaxed)) {
-		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
-		m->nusers--;
-		if (atomic_exchange_explicit(&m->lock, 0, memory_order_release) == 2)
+		clear_holder(m);
+		if (free_word(m))
 			unlock_wake(m);
 		else if (bb_tls_m && preempt_asked(bb_getm()->curg))
 			unlock_give_way();
