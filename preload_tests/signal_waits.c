@@ -148,6 +148,104 @@ static void release(enum kind k)
     }
 }
 
+/* A timed condvar wait that a handler interrupts goes on to its deadline:
+ * NPTL waits again after the handler, so the call ends with ETIMEDOUT, not
+ * with an early 0. */
+static pthread_cond_t tcv = PTHREAD_COND_INITIALIZER;
+static atomic_int timed_rc = -1;
+static void *timed_cond_waiter(void *arg)
+{
+    (void)arg;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 300 * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&cmu);
+    atomic_store(&about_to_wait, 1);
+    int rc = pthread_cond_timedwait(&tcv, &cmu, &dl);
+    pthread_mutex_unlock(&cmu);
+    atomic_store(&timed_rc, rc);
+    return NULL;
+}
+
+static void timed_cond_probe(void)
+{
+    atomic_store(&handler_on_target, 0);
+    atomic_store(&about_to_wait, 0);
+    REQUIRE(pthread_create(&target, NULL, timed_cond_waiter, NULL) == 0, "pthread_create");
+    while (!atomic_load(&about_to_wait))
+        sleep_ms(1);
+    sleep_ms(50);
+    CHECK(pthread_kill(target, SIGUSR1) == 0, "timed condvar: pthread_kill");
+    pthread_join(target, NULL);
+    int rc = atomic_load(&timed_rc);
+    printf("%-12s handler ran on the thread during the wait: %s; ended with %s\n",
+           "timed cond", atomic_load(&handler_on_target) == 1 ? "yes" : "no",
+           rc == ETIMEDOUT ? "ETIMEDOUT" : rc == 0 ? "0" : strerror(rc));
+    CHECK(atomic_load(&handler_on_target) == 1, "timed condvar: no handler on the thread");
+    CHECK(rc == ETIMEDOUT, "timed condvar: ended with %d before its deadline, want ETIMEDOUT",
+          rc);
+}
+
+/* A condvar waiter under a storm of pthread_kills misses no wake-up: each
+ * of 300 turns is signalled once, while another thread keeps interrupting
+ * the waiter's waits; a lost wake-up leaves the waiter asleep (fails after
+ * 10 s instead of hanging). */
+enum { STORM_TURNS = 300 };
+static int storm_turn; /* under cmu */
+static atomic_int storm_acked, storm_done;
+static pthread_cond_t scv = PTHREAD_COND_INITIALIZER;
+static void *storm_waiter(void *arg)
+{
+    (void)arg;
+    for (int i = 1; i <= STORM_TURNS; i++) {
+        pthread_mutex_lock(&cmu);
+        while (storm_turn != i)
+            pthread_cond_wait(&scv, &cmu);
+        pthread_mutex_unlock(&cmu);
+        atomic_store(&storm_acked, i);
+    }
+    return NULL;
+}
+static void *storm_killer(void *arg)
+{
+    pthread_t w = *(pthread_t *)arg;
+    while (!atomic_load(&storm_done)) {
+        pthread_kill(w, SIGUSR1);
+        usleep(50);
+    }
+    return NULL;
+}
+
+static void cond_storm_probe(void)
+{
+    pthread_t w, k;
+    REQUIRE(pthread_create(&w, NULL, storm_waiter, NULL) == 0, "pthread_create");
+    REQUIRE(pthread_create(&k, NULL, storm_killer, &w) == 0, "pthread_create");
+    int done = 0;
+    for (int i = 1; i <= STORM_TURNS; i++) {
+        pthread_mutex_lock(&cmu);
+        storm_turn = i;
+        pthread_cond_signal(&scv);
+        pthread_mutex_unlock(&cmu);
+        for (int waited = 0; atomic_load(&storm_acked) != i && waited < 100000; waited++)
+            usleep(100); /* up to ~10 s */
+        if (atomic_load(&storm_acked) != i)
+            break;
+        done = i;
+    }
+    atomic_store(&storm_done, 1);
+    pthread_join(k, NULL);
+    if (done == STORM_TURNS)
+        pthread_join(w, NULL);
+    printf("%-12s turns done under the storm: %d of %d\n", "cond storm", done, STORM_TURNS);
+    CHECK(done == STORM_TURNS, "condvar storm: turn %d was never seen (a lost wake-up)",
+          done + 1);
+}
+
 int main(void)
 {
     struct sigaction sa;
@@ -187,5 +285,7 @@ int main(void)
         CHECK(still, "%s: the wait ended before it was released", kind_name[k]);
         CHECK(r == 0, "%s: the wait ended with %d, want 0", kind_name[k], r);
     }
+    timed_cond_probe();
+    cond_storm_probe();
     return probe_exit("signal_waits");
 }

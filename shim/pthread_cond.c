@@ -15,8 +15,10 @@
 #include <errno.h>
 
 typedef struct bb_cond {
-	_Atomic uint32_t nwaiters; /* queued Gs; changed under the queue's lock */
-	uint32_t unused0[8];
+	_Atomic uint32_t nwaiters; /* waiting Gs: queued, or out of the queue
+				      running a handler (wait_common) */
+	_Atomic uint32_t wakes;    /* signals and broadcasts that found waiters */
+	uint32_t unused0[7];
 	uint32_t wrefs;            /* glibc's: bit 0 pshared, bit 1 monotonic */
 	uint32_t unused1[2];
 } bb_cond;
@@ -27,6 +29,19 @@ static bool count_waiter(void *addr, void *arg)
 {
 	atomic_fetch_add_explicit(&((bb_cond *)addr)->nwaiters, 1, memory_order_relaxed);
 	return true;
+}
+
+/* the re-park of a waiter a handler took out of the queue: only if no
+ * signal or broadcast came since the wait began (it may have been meant for
+ * this waiter, which was not in the queue to get it); still counted */
+struct quiet {
+	bb_cond *c;
+	uint32_t seen;
+};
+static bool still_quiet(void *addr, void *arg)
+{
+	struct quiet *q = arg;
+	return atomic_load_explicit(&q->c->wakes, memory_order_relaxed) == q->seen;
 }
 
 static bool pshared(pthread_cond_t *c)
@@ -49,22 +64,35 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 	unsigned depth = m->count; /* a recursive mutex comes back as deep as it was */
 	bb_testcancel();
 	bb_g *gp = bb_getg();
+	struct quiet q = {c, atomic_load_explicit(&c->wakes, memory_order_relaxed)};
 	gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL; /* a cancellation point */
 	int r = bb_sema_park(c, count_waiter, NULL, waitReasonCond, deadline, bb_mutex_release, m);
-	gp->wakeon = 0;
-	if (r == -2)
+	if (r == -2) {
+		gp->wakeon = 0;
 		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
-	if (r == -1 || r == -3) /* the timer, a cancel or a pthread_kill dequeued us */
+	}
+	/* a cancel or a pthread_kill took us out of the queue: the handler runs
+	 * now, before the mutex is taken again, and the wait goes on as
+	 * natively (a handler never ends it, nor makes it fail with EINTR),
+	 * unless a cancel is due or a signal or broadcast came meanwhile (then
+	 * it ends as a spurious wake-up: that one may have been ours) */
+	while (r == -3) {
+		bb_take_eintr();
+		gp = bb_getg();
+		if (bb_cancel_due(gp))
+			break;
+		r = bb_sema_park(c, still_quiet, &q, waitReasonCond, deadline, NULL, NULL);
+	}
+	gp->wakeon = 0;
+	if (r != 1) /* not taken out by a wake-up, which uncounted us */
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
-	/* a pthread_kill's handler runs now, before the mutex is taken again,
-	 * as natively; the wait then ends as a spurious wake-up (never EINTR) */
-	bb_take_eintr();
+	bb_take_eintr(); /* a handler that came with the wake-up */
 	bb_mutex_lock_until(m, 0);
 	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
 	m->count = depth;
 	m->nusers++;
 	bb_testcancel(); /* cancelled while waiting: unwind with the mutex held, as POSIX says */
-	return r == -1 ? ETIMEDOUT : 0;
+	return r == -1 || r == -2 ? ETIMEDOUT : 0;
 }
 
 static bool kernel_mutex(pthread_mutex_t *mu)
@@ -116,6 +144,9 @@ static int wake(pthread_cond_t *cv, int n)
 	bb_cond *c = (bb_cond *)cv;
 	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) == 0)
 		return 0;
+	/* before the queue is looked at: a waiter out of it (running a
+	 * handler) sees this when it parks again, under the queue's lock */
+	atomic_fetch_add_explicit(&c->wakes, 1, memory_order_relaxed);
 	int woken = bb_sema_wake(c, n);
 	if (woken)
 		atomic_fetch_sub_explicit(&c->nwaiters, (uint32_t)woken, memory_order_relaxed);
