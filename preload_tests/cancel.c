@@ -55,16 +55,17 @@ static sem_t release_target;
 
 enum point {
     P_READ, P_WRITE, P_RECV, P_ACCEPT, P_COND, P_SLEEP, P_USLEEP, P_NANOSLEEP,
-    P_CLOCK_NANOSLEEP, P_SEM, P_JOIN, P_POLL, P_SELECT, P_EPOLL, NPOINTS
+    P_CLOCK_NANOSLEEP, P_SEM, P_JOIN, P_TIMEDJOIN, P_POLL, P_SELECT, P_EPOLL, NPOINTS
 };
 static const char *const point_name[NPOINTS] = {
     "read", "write", "recv", "accept", "cond_wait", "sleep", "usleep", "nanosleep",
-    "clock_nanosleep", "sem_wait", "pthread_join", "poll", "select", "epoll_wait",
+    "clock_nanosleep", "sem_wait", "pthread_join", "pthread_timedjoin_np", "poll", "select",
+    "epoll_wait",
 };
 
 struct blocker {
     enum point point;
-    pthread_t join_target;  /* P_JOIN */
+    pthread_t join_target;  /* P_JOIN, P_TIMEDJOIN */
     atomic_int about_to_block;
     atomic_int cleanups;
     atomic_int after;        /* set after the blocking call: must stay 0 */
@@ -127,6 +128,13 @@ static void block_at(struct blocker *b)
     case P_JOIN:
         pthread_join(b->join_target, NULL);
         break;
+    case P_TIMEDJOIN: {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 1000;
+        pthread_timedjoin_np(b->join_target, NULL, &dl);
+        break;
+    }
     case P_POLL: {
         struct pollfd pfd = {.fd = pipe_empty[0], .events = POLLIN};
         poll(&pfd, 1, -1);
@@ -197,7 +205,8 @@ static void probe_point(enum point pt)
     current_probe = point_name[pt];
     struct blocker b = {.point = pt};
     pthread_t target = 0, t;
-    if (pt == P_JOIN)
+    int joins = pt == P_JOIN || pt == P_TIMEDJOIN;
+    if (joins)
         REQUIRE(pthread_create(&target, NULL, join_target_thread, NULL) == 0, "create");
     b.join_target = target;
     REQUIRE(pthread_create(&t, NULL, block_thread, &b) == 0, "pthread_create");
@@ -223,7 +232,7 @@ static void probe_point(enum point pt)
         if (tl == 0)
             pthread_mutex_unlock(&cmu);
     }
-    if (pt == P_JOIN) {
+    if (joins) {
         /* the cancelled joiner gave up: main can still join the target */
         sem_post(&release_target);
         void *tv = NULL;

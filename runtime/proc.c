@@ -1339,12 +1339,21 @@ int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 			self->timer.fn = join_timeout;
 			self->timer.arg = gp;
 			self->timer.seq = (uintptr_t)self;
+			/* interruptible as the untimed wait is (bb_join_interrupt) */
+			self->waitobj = gp;
+			self->interrupted = false;
+			atomic_store(&self->waitkind, BB_WAIT_JOIN);
 			bb_gopark(arm_and_unlock_g, gp, waitReasonJoin);
+			atomic_store(&self->waitkind, BB_WAIT_NONE);
 			bb_deltimer(&self->timer);
 			bb_lock_acquire(&gp->lock);
 			if (gp->joiner == self) {
 				gp->joiner = NULL;
 				gp->joined = false;
+			}
+			if (self->interrupted && !gp->exited) {
+				bb_lock_release(&gp->lock);
+				return EINTR; /* cancelled or pthread_kill'ed: the caller acts */
 			}
 		}
 	}

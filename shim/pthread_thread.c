@@ -143,6 +143,23 @@ static bb_g *joinable(pthread_t th, int *err)
 	return gp;
 }
 
+/* a blocking or timed join (mode), a cancellation point: never EINTR */
+static int join_waiting(bb_g *gp, void **ret, int mode, int64_t deadline)
+{
+	for (;;) {
+		/* a cancellation point only when it would wait: NPTL joins a
+		 * thread that has already ended without looking at a request */
+		if (!__atomic_load_n(&gp->exited, __ATOMIC_ACQUIRE))
+			bb_testcancel();
+		int err = bb_gjoin(gp, ret, mode, deadline);
+		if (err != EINTR)
+			return err;
+		/* EINTR: interrupted by pthread_cancel (checked above) or by a
+		 * pthread_kill, whose handler runs now; the join goes on */
+		bb_take_eintr();
+	}
+}
+
 BB_EXPORT int pthread_join(pthread_t th, void **ret)
 {
 	if (!bb_on_g())
@@ -151,18 +168,7 @@ BB_EXPORT int pthread_join(pthread_t th, void **ret)
 	bb_g *gp = joinable(th, &err);
 	if (gp == NULL)
 		return err;
-	for (;;) {
-		/* a cancellation point only when it would wait: NPTL joins a
-		 * thread that has already ended without looking at a request */
-		if (!__atomic_load_n(&gp->exited, __ATOMIC_ACQUIRE))
-			bb_testcancel();
-		err = bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
-		if (err != EINTR)
-			return err;
-		/* EINTR: interrupted by pthread_cancel (checked above) or by a
-		 * pthread_kill, whose handler runs now; the join goes on */
-		bb_take_eintr();
-	}
+	return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
 }
 
 BB_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
@@ -184,7 +190,7 @@ BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
 	if (gp == NULL)
 		return err;
 	if (abstime == NULL)
-		return bb_gjoin(gp, ret, BB_JOIN_BLOCK, 0);
+		return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
@@ -194,7 +200,7 @@ BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
 	clock_gettime(clock, &now);
 	int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
 		       (abstime->tv_nsec - now.tv_nsec);
-	return bb_gjoin(gp, ret, BB_JOIN_TIMED, bb_nanotime() + left);
+	return join_waiting(gp, ret, BB_JOIN_TIMED, bb_nanotime() + left);
 }
 
 BB_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
