@@ -1,7 +1,9 @@
 /* cancel_syscall — pthread_cancel of a thread blocked in a cancellation point
  * that bobbin runs inside entersyscall (the call really sleeps in the kernel,
  * on its own OS thread): waitpid, pause, sigwait, sigsuspend, open of a FIFO
- * with no writer, msgrcv on an empty SysV queue.
+ * with no writer, msgrcv on an empty SysV queue, mq_receive on an empty POSIX
+ * queue, and fcntl(F_SETLKW) and lockf(F_LOCK) on a record another process
+ * holds.
  *
  * Natively NPTL's SIGCANCEL interrupts the system call and the thread unwinds
  * at once. Each probe starts a thread that pushes a counting cleanup handler
@@ -16,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -32,14 +35,21 @@
 #define PROBE_NAME "cancel_syscall"
 #include "probe.h"
 
-enum point { P_WAITPID, P_PAUSE, P_SIGWAIT, P_SIGSUSPEND, P_FIFO_OPEN, P_MSGRCV, NPOINTS };
+enum point {
+    P_WAITPID, P_PAUSE, P_SIGWAIT, P_SIGSUSPEND, P_FIFO_OPEN, P_MSGRCV, P_MQ_RECEIVE,
+    P_FCNTL_LOCK, P_LOCKF, NPOINTS
+};
 static const char *const point_name[NPOINTS] = {
-    "waitpid", "pause", "sigwait", "sigsuspend", "open(FIFO)", "msgrcv",
+    "waitpid", "pause", "sigwait", "sigsuspend", "open(FIFO)", "msgrcv", "mq_receive",
+    "fcntl(SETLKW)", "lockf",
 };
 
 static pid_t child;
 static char fifo_path[64];
 static int msqid = -1;
+static mqd_t mq = (mqd_t)-1;
+static char mq_name[64], lock_path[64];
+static int lock_fd = -1; /* the child holds a write lock on the whole file */
 
 struct blocker {
     enum point point;
@@ -92,6 +102,19 @@ static void *block_thread(void *arg)
         msgrcv(msqid, &msg, sizeof msg.text, 0, 0);
         break;
     }
+    case P_MQ_RECEIVE: {
+        char buf[64];
+        mq_receive(mq, buf, sizeof buf, NULL);
+        break;
+    }
+    case P_FCNTL_LOCK: {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        fcntl(lock_fd, F_SETLKW, &fl);
+        break;
+    }
+    case P_LOCKF:
+        lockf(lock_fd, F_LOCK, 0);
+        break;
     case NPOINTS:
         break;
     }
@@ -131,6 +154,13 @@ static int unblock(enum point pt)
     case P_MSGRCV:
         msgctl(msqid, IPC_RMID, NULL);
         msqid = -1;
+        return 1;
+    case P_MQ_RECEIVE:
+        mq_send(mq, "x", 1, 0);
+        return 1;
+    case P_FCNTL_LOCK:
+    case P_LOCKF:
+        kill(child, SIGKILL); /* its lock goes with it */
         return 1;
     default:
         return 0;
@@ -186,13 +216,29 @@ int main(void)
     sigaddset(&usr1, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* inherited: sigwait's signal */
 
+    snprintf(lock_path, sizeof lock_path, "/tmp/bobbin-cancel-lock-%d", (int)getpid());
+    lock_fd = open(lock_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(lock_fd >= 0, "open %s: %s", lock_path, strerror(errno));
     fflush(stdout);
     child = fork();
     REQUIRE(child >= 0, "fork");
     if (child == 0) {
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(lock_fd, F_SETLK, &fl) != 0)
+            _exit(1);
         sleep(60);
         _exit(0);
     }
+    for (int i = 0; i < 5000; i++) { /* until the child holds its lock */
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(lock_fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
+            break;
+        sleep_ms(1);
+    }
+    snprintf(mq_name, sizeof mq_name, "/bobbin-cancel-%d", (int)getpid());
+    struct mq_attr ma = {.mq_maxmsg = 4, .mq_msgsize = 64};
+    mq = mq_open(mq_name, O_RDWR | O_CREAT | O_EXCL, 0600, &ma);
+    REQUIRE(mq != (mqd_t)-1, "mq_open %s: %s", mq_name, strerror(errno));
     snprintf(fifo_path, sizeof fifo_path, "/tmp/bobbin-cancel-fifo-%d", (int)getpid());
     unlink(fifo_path);
     REQUIRE(mkfifo(fifo_path, 0600) == 0, "mkfifo %s: %s", fifo_path, strerror(errno));
@@ -201,6 +247,8 @@ int main(void)
         fprintf(stderr, "cancel_syscall: msgget: %s (no SysV IPC: skipped)\n",
                 strerror(errno));
         unlink(fifo_path);
+        unlink(lock_path);
+        mq_unlink(mq_name);
         kill(child, SIGKILL);
         return PROBE_SKIP;
     }
@@ -211,6 +259,9 @@ int main(void)
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     unlink(fifo_path);
+    unlink(lock_path);
+    mq_close(mq);
+    mq_unlink(mq_name);
     if (msqid >= 0)
         msgctl(msqid, IPC_RMID, NULL);
     alarm(0);

@@ -33,8 +33,11 @@ SYSCALL_WRAP(int, pause, (void), (), true)
 
 /* name resolution, SysV IPC and signal waits: may block for long, cannot be
  * polled */
+#include <mqueue.h>
 #include <netdb.h>
 #include <sys/msg.h>
+#include <termios.h>
+#include <unistd.h>
 #include <sys/sem.h>
 
 static void *next_sym(const char *name)
@@ -69,6 +72,19 @@ WRAP_NEXT(struct hostent *, gethostbyaddr, (const void *addr, socklen_t len, int
 WRAP_NEXT(ssize_t, msgrcv, (int id, void *msg, size_t sz, long type, int flg),
 	  (id, msg, sz, type, flg), true)
 WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, sz, flg), true)
+/* more cancellation points that may wait for long: a record lock another
+ * process holds, a terminal's output draining, a POSIX message queue */
+WRAP_NEXT(int, lockf, (int fd, int cmd, off_t len), (fd, cmd, len), true)
+WRAP_NEXT(int, lockf64, (int fd, int cmd, off64_t len), (fd, cmd, len), true)
+WRAP_NEXT(int, tcdrain, (int fd), (fd), true)
+WRAP_NEXT(ssize_t, mq_receive, (mqd_t q, char *msg, size_t len, unsigned *prio),
+	  (q, msg, len, prio), true)
+WRAP_NEXT(ssize_t, mq_timedreceive, (mqd_t q, char *msg, size_t len, unsigned *prio,
+				     const struct timespec *ts), (q, msg, len, prio, ts), true)
+WRAP_NEXT(int, mq_send, (mqd_t q, const char *msg, size_t len, unsigned prio),
+	  (q, msg, len, prio), true)
+WRAP_NEXT(int, mq_timedsend, (mqd_t q, const char *msg, size_t len, unsigned prio,
+			      const struct timespec *ts), (q, msg, len, prio, ts), true)
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), false)
 WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),
 	  (id, ops, n, ts), false)

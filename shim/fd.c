@@ -345,12 +345,10 @@ BB_EXPORT int fcntl(int fd, int cmd, ...)
 	switch (cmd) {
 	case F_SETLKW:
 	case F_OFD_SETLKW:
-		if (bb_on_g()) { /* may wait for another process: off our M */
-			bb_entersyscall();
-			int r = REAL(fcntl)(fd, cmd, arg);
-			bb_exitsyscall();
-			return r;
-		}
+		/* may wait for another process: off our M, and a cancellation
+		 * point (glibc's wrapper waits with cancellation enabled) */
+		if (bb_on_g())
+			return BB_IN_SYSCALL(int, REAL(fcntl)(fd, cmd, arg), true);
 		break;
 	case F_GETFL: {
 		int r = REAL(fcntl)(fd, cmd, arg);
