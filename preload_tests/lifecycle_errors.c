@@ -90,6 +90,16 @@ static void join_probes(void)
     expect_val("join return value", (long)(intptr_t)ret, 7);
 }
 
+static atomic_int self_detached_done, schedprio_rc = -1;
+static void *detach_self(void *arg)
+{
+    (void)arg;
+    atomic_store(&schedprio_rc, pthread_setschedprio(pthread_self(), 0));
+    pthread_detach(pthread_self());
+    atomic_store(&self_detached_done, 1);
+    return NULL;
+}
+
 static void detach_probes(void)
 {
     atomic_store(&release_flag, 0);
@@ -114,6 +124,21 @@ static void detach_probes(void)
     expect("detach created-detached", pthread_detach(d), EINVAL);
     pthread_attr_destroy(&a);
     atomic_store(&release_flag, 1);   /* both detached threads now end on their own */
+
+    /* Outside POSIX (the handle of a detached thread that ended), but what
+     * NPTL answers while no thread was created since, its descriptor being
+     * cached: EINVAL, where a runtime that forgot the thread was detached
+     * would wait for an exit long past. */
+    pthread_t e;
+    if (pthread_create(&e, NULL, detach_self, NULL) == 0) {
+        while (!atomic_load(&self_detached_done))
+            sched_yield();
+        expect("setschedprio of a thread, to 0", atomic_load(&schedprio_rc), 0);
+        struct timespec ts = {0, 50 * 1000000};
+        nanosleep(&ts, NULL); /* it has returned by now */
+        expect("join of a thread that detached itself and ended", pthread_join(e, NULL),
+               EINVAL);
+    }
 }
 
 static void attr_probes(void)

@@ -993,7 +993,11 @@ void bb_gfree(bb_g *gp)
 		gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
 	}
 	gp->joiner = NULL;
-	gp->detached = gp->exited = gp->joined = false;
+	gp->exited = gp->joined = false;
+	/* until bb_newproc reuses it, the dead G answers a join or a detach
+	 * with EINVAL, as NPTL's cached descriptor of a detached or joined
+	 * thread does (a join would otherwise wait for an exit long past) */
+	gp->detached = true;
 	bb_m *mp = bb_getm();
 	gfput(mp->p, gp);
 }

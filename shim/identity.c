@@ -218,6 +218,21 @@ BB_EXPORT int pthread_getschedparam(pthread_t th, int *policy, struct sched_para
 	return 0;
 }
 
+/* glibc's sets the priority of the thread's kernel tid, which a green
+ * thread does not have: the same change through pthread_setschedparam,
+ * with the policy the thread has */
+BB_EXPORT int pthread_setschedprio(pthread_t th, int prio)
+{
+	static int (*real)(pthread_t, int);
+	if (real == NULL)
+		real = (int (*)(pthread_t, int))next("pthread_setschedprio");
+	bb_g *gp = bb_on_g() ? bb_g_of(th) : NULL;
+	if (gp == NULL || gp->is_main)
+		return real(th, prio);
+	struct sched_param sp = {.sched_priority = prio};
+	return pthread_setschedparam(th, gp->schedpolicy, &sp);
+}
+
 #define LOCKING_WRAP(ret, name, params, args)                     \
 	BB_EXPORT ret name params                                  \
 	{                                                          \
