@@ -409,20 +409,45 @@ static void probe_finished(void)
     CHECK(jr == 0 && ret == (void *)99, "finished: join %d value %p", jr, ret);
 }
 
+/* A request held back: the thread disables cancellation, says it is ready,
+ * waits until main has cancelled it, and enables it again (no cancellation
+ * point), so its next call meets a request already pending. */
+static atomic_int held_ready, held_go;
+static void hold_back_request(void)
+{
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    atomic_store(&held_ready, 1);
+    while (!atomic_load(&held_go))
+        sched_yield();
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+}
+
+/* main's side: start fn, cancel it once it holds the request back, let it
+ * go on, join it. Returns pthread_cancel's result; *jr and *ret the join's. */
+static int cancel_held(void *(*fn)(void *), void *arg, int *jr, void **ret)
+{
+    atomic_store(&held_ready, 0);
+    atomic_store(&held_go, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, fn, arg) == 0, "create");
+    wait_flag(&held_ready);
+    int rc = pthread_cancel(t);
+    atomic_store(&held_go, 1);
+    *ret = NULL;
+    *jr = pthread_join(t, ret);
+    return rc;
+}
+
 /* sem_wait and sem_timedwait are cancellation points even when a token is
  * there (POSIX "shall occur"; NPTL tests before it takes one), and so is a
  * clock_nanosleep of 0: a thread with a request pending (held back by
  * DISABLE until then) is cancelled at the call and leaves the token */
 static sem_t sem_one;
-static atomic_int tok_ready, tok_go, tok_took;
+static atomic_int tok_took;
 static void *token_thread(void *arg)
 {
     int timed = (int)(intptr_t)arg;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-    atomic_store(&tok_ready, 1);
-    while (!atomic_load(&tok_go))
-        sched_yield();
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); /* no cancellation point */
+    hold_back_request();
     if (timed == 2) {
         struct timespec zero = {0, 0};
         clock_nanosleep(CLOCK_MONOTONIC, 0, &zero, NULL); /* no wait, still a point */
@@ -445,16 +470,10 @@ static void probe_token(int timed)
                                   : "sem_wait with a token";
     current_probe = what;
     sem_init(&sem_one, 0, 1);
-    atomic_store(&tok_ready, 0);
-    atomic_store(&tok_go, 0);
     atomic_store(&tok_took, 0);
-    pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, token_thread, (void *)(intptr_t)timed) == 0, "create");
-    wait_flag(&tok_ready);
-    int rc = pthread_cancel(t);
-    atomic_store(&tok_go, 1);
-    void *ret = NULL;
-    int jr = pthread_join(t, &ret);
+    int jr;
+    void *ret;
+    int rc = cancel_held(token_thread, (void *)(intptr_t)timed, &jr, &ret);
     int left = -1;
     sem_getvalue(&sem_one, &left);
     printf("%-28s cancel=%d join=%d canceled=%d took=%d tokens left=%d\n", what, rc, jr,
@@ -470,7 +489,7 @@ static void probe_token(int timed)
  * waits): a joiner with a request pending gets the value, then is
  * cancelled at its next cancellation point */
 static pthread_t ended;
-static atomic_int ej_ready, ej_go, ej_joined;
+static atomic_int ej_joined;
 static void *ended_thread(void *arg)
 {
     (void)arg;
@@ -479,11 +498,7 @@ static void *ended_thread(void *arg)
 static void *ended_joiner(void *arg)
 {
     (void)arg;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-    atomic_store(&ej_ready, 1);
-    while (!atomic_load(&ej_go))
-        sched_yield();
-    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+    hold_back_request();
     void *v = NULL;
     if (pthread_join(ended, &v) == 0 && v == (void *)77)
         atomic_store(&ej_joined, 1);
@@ -496,13 +511,9 @@ static void probe_join_ended(void)
     current_probe = "join an ended thread, cancel pending";
     REQUIRE(pthread_create(&ended, NULL, ended_thread, NULL) == 0, "create");
     sleep_ms(50); /* it has certainly returned */
-    pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, ended_joiner, NULL) == 0, "create");
-    wait_flag(&ej_ready);
-    int rc = pthread_cancel(t);
-    atomic_store(&ej_go, 1);
-    void *ret = NULL;
-    int jr = pthread_join(t, &ret);
+    int jr;
+    void *ret;
+    int rc = cancel_held(ended_joiner, NULL, &jr, &ret);
     printf("%-28s cancel=%d join=%d canceled=%d joined first=%d\n", "join ended, cancel pending",
            rc, jr, ret == PTHREAD_CANCELED, atomic_load(&ej_joined));
     CHECK(rc == 0 && jr == 0 && ret == PTHREAD_CANCELED, "join ended: %d %d %p", rc, jr, ret);

@@ -277,7 +277,8 @@ static uint64_t wr_release(bb_rwlock *l, bool *wake_readers)
 	return n;
 }
 
-/* the wake-ups a write unlock that left state n owes */
+/* the wake-ups an unlock that left state n owes: the parked readers if
+ * they may enter, else one writer */
 static void wr_wake(bb_rwlock *l, uint64_t n, bool wake_readers)
 {
 	/* from here on the lock may be freed: only its addresses are used */
@@ -288,18 +289,19 @@ static void wr_wake(bb_rwlock *l, uint64_t n, bool wake_readers)
 		bb_sema_wake(&l->wqueue, 1);
 }
 
-/* give back a read lock: whether a writer is to be woken */
-static bool rd_release(bb_rwlock *l)
+/* give back a read lock; *np: the state it left. false: it was not
+ * read-locked (undefined; NPTL corrupts the lock, we ignore the call) */
+static bool rd_release(bb_rwlock *l, uint64_t *np)
 {
-	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
+	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
 	do {
 		if (nreaders(s) == 0)
-			return false; /* not read-locked: undefined; NPTL corrupts, we ignore */
-		n = s - RW_READER;
+			return false;
+		*np = s - RW_READER;
 		/* release: the read section happens before the next writer */
-	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
+	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, *np, memory_order_release,
 							memory_order_relaxed));
-	return writable(n) && nwriters(n) > 0;
+	return true;
 }
 
 /* ---- the interposed functions ---- */
@@ -457,16 +459,12 @@ BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
 	return wrlock(rw, clock, abstime);
 }
 
-/* the wake-ups an unlock owes: a write unlock's (wr_wake), or a read
- * unlock's one writer; out of line, so that the unlock needs no frame */
-static __attribute__((noinline)) void unlock_wake(bb_rwlock *l, uint64_t n, bool readers,
-						  bool writer)
+/* the wake-ups an unlock that left state n owes (wr_wake); out of line,
+ * so that the unlock needs no frame */
+static __attribute__((noinline)) void unlock_wake(bb_rwlock *l, uint64_t n, bool readers)
 {
 	(void)bb_on_g(); /* on a G: its bobbin frame is marked for the wake */
-	if (writer)
-		wr_wake(l, n, readers);
-	else
-		bb_sema_wake(&l->wqueue, 1);
+	wr_wake(l, n, readers);
 }
 
 BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
@@ -477,14 +475,14 @@ BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 	/* as NPTL: the holder of the write lock is the thread whose tid is in
 	 * cur_writer; anyone else is taken for a reader. Only a wake-up needs
 	 * the scheduler (bb_on_g marks this frame for it). */
-	if (self_writes(l)) {
-		bool readers;
-		uint64_t n = wr_release(l, &readers);
-		if (readers || nwriters(n) > 0)
-			unlock_wake(l, n, readers, true);
-	} else if (rd_release(l)) {
-		unlock_wake(l, 0, false, false);
-	}
+	bool readers = false;
+	uint64_t n;
+	if (self_writes(l))
+		n = wr_release(l, &readers);
+	else if (!rd_release(l, &n) || !writable(n))
+		return 0; /* not read-locked, or readers remain: nobody to wake */
+	if (readers || nwriters(n) > 0)
+		unlock_wake(l, n, readers);
 	return 0;
 }
 

@@ -152,10 +152,7 @@ BB_EXPORT int sem_wait(sem_t *sem)
 		return 0;
 	if (!ours(sem))
 		return KERNEL_SEM_WAIT(REAL(sem_wait)(sem));
-	bb_sem *s = (bb_sem *)sem;
-	if (try_take(s))
-		return 0;
-	return wait_slow(s, CLOCK_REALTIME, NULL);
+	return wait_slow((bb_sem *)sem, CLOCK_REALTIME, NULL); /* looks at the value first */
 }
 
 BB_EXPORT int sem_trywait(sem_t *sem)

@@ -49,8 +49,7 @@ static int64_t sleep_until(int64_t deadline)
 	gp->sig_ran = false;
 	/* signal.c: a handler must end the sleep, even one already due */
 	bool ran = bb_block_handled_for_wait();
-	for (; !ran;) {
-		bb_testcancel();
+	for (; !ran;) { /* each round tests for a cancel after its sleep */
 		gp->sig_ignored = false;
 		bb_sleep_until(deadline);
 		bb_testcancel();
