@@ -43,5 +43,6 @@ void bb_env_init(void)
 	int saved = errno;
 	bb_cfg.maxprocs = parse_int("BOBBIN_MAXPROCS", cpus_in_affinity_mask(), 1, 1024);
 	bb_cfg.maxthreads = parse_int("BOBBIN_MAXTHREADS", 10000, 4, 1000000);
+	bb_cfg.cpuclock = parse_int("BOBBIN_CPUCLOCK", -1, 0, 1);
 	errno = saved;
 }

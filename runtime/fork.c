@@ -64,6 +64,7 @@ static void child(void)
 	bb_stack_forkchild();
 	bb_netpoll_forkchild();
 	bb_sysmon_forkchild();
+	bb_cpuclock_forkchild(mp, mp->curg);
 	atomic_store(&bb_sched_.lock.key, 0);
 	atomic_store(&bb_sched_.gflock.key, 0);
 	bb_sched_.runqhead = bb_sched_.runqtail = NULL;

@@ -346,6 +346,7 @@ static void resetspinning(void)
 /* gp becomes mp's G: the bookkeeping of every switch to a G */
 static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 {
+	bb_cpuclock_switch(mp, gp);
 	mp->curg = gp;
 	gp->m = mp;
 	bb_casgstatus(gp, Grunnable, Grunning);
@@ -687,6 +688,7 @@ static inline void mcall(void (*fn)(bb_g *))
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
+	bb_cpuclock_switch(mp, NULL);
 	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 }
 
@@ -807,6 +809,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	if (next) {
 		bb_gswitch(&gp->ctx, &next->ctx, park_post, gp);
 	} else {
+		bb_cpuclock_switch(mp, NULL);
 		bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	}
 	gp->waitreason = waitReasonZero;
@@ -1138,8 +1141,10 @@ void bb_goexit(void *result)
 	bb_g *next = switch_target(mp); /* none for a G locked to this M (direct_next) */
 	if (next)
 		bb_gswitch(&gp->ctx, &next->ctx, exit_post, gp);
-	else
+	else {
+		bb_cpuclock_switch(mp, NULL);
 		bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	}
 	__builtin_unreachable();
 }
 
@@ -1216,6 +1221,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	atomic_store_explicit(&gp->procsig, 0, memory_order_relaxed);
 	gp->createpc = attr->createpc;
 	gp->creator = mp->curg->goid;
+	atomic_store_explicit(&gp->cpu_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&gp->cpu_m, NULL, memory_order_relaxed);
 	bb_tcb_prepare(gp, reused);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);
@@ -1500,5 +1507,7 @@ int bb_sched_init(void)
 		bb_trace_slice_start(bb_allp[0], g1, m0);
 	atomic_store_explicit(&bb_allp[0]->live, 1, memory_order_relaxed); /* main */
 	atomic_store_explicit(&bb_sched_.nthreadsmax, 1, memory_order_relaxed);
+	if (bb_cfg.cpuclock == 1)
+		bb_cpuclock_enable();
 	return 0;
 }

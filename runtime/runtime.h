@@ -194,6 +194,13 @@ struct bb_g {
 	int64_t startpc;     /* the start routine, for dumps */
 	uintptr_t createpc;  /* where pthread_create was called from, for dumps */
 	uint64_t creator;    /* goid of the creating thread */
+	/* its CPU time, once a per-thread CPU clock has been asked for
+	 * (cpuclock.c): written by the M charging it between two odd/even
+	 * steps of cpu_seq, read from anywhere */
+	_Atomic uint32_t cpu_seq;
+	_Atomic uint64_t cpu_ns;   /* CPU time of the stints that ended */
+	_Atomic uint64_t cpu_mark; /* cpu_m's thread CPU clock when this stint began */
+	_Atomic(bb_m *) cpu_m;     /* the M charging it now, NULL off an M */
 	struct _Unwind_Exception exit_exc; /* pthread_exit's forced unwind */
 };
 _Static_assert(offsetof(bb_g, ctx) == 0, "asm reads g->ctx at 0");
@@ -251,6 +258,8 @@ struct bb_m {
 	 * same paths read */
 	uintptr_t sigframe_fp, sigframe_ra;
 	bb_p *nextp;              /* P handed over by startm, taken at wake-up */
+	bb_g *cpu_g;              /* the G its CPU time goes to (cpuclock.c): owner only */
+	bool cpu_writing;         /* bb_cpuclock_edge is updating a G: owner only */
 	int64_t id;
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
 	bool runs_next;           /* on g0, about to take its P's next G itself (runs timers) */
@@ -365,9 +374,28 @@ long bb_rawsyscall6(long n, long a1, long a2, long a3, long a4, long a5, long a6
 typedef struct bb_config {
 	int32_t maxprocs;
 	int32_t maxthreads;
+	/* BOBBIN_CPUCLOCK: 1 counts each G's CPU time from the start, 0 never
+	 * (per-thread CPU clocks count the OS thread), -1 (unset) from the
+	 * first read of a per-thread CPU clock (cpuclock.c) */
+	int32_t cpuclock;
 } bb_config;
 extern bb_config bb_cfg;
 void bb_env_init(void);
+
+/* ---- cpuclock.c ---- */
+extern _Atomic bool bb_cpuclock_on;
+void bb_cpuclock_edge(bb_m *mp, bb_g *next);
+bool bb_cpuclock_enable(void);
+uint64_t bb_cpuclock_read(bb_g *gp);
+void bb_cpuclock_forkchild(bb_m *mp, bb_g *self);
+clockid_t bb_cpuclock_id(const bb_g *gp);
+bb_g *bb_cpuclock_g(clockid_t clk, bool *ours);
+/* at every switch on an M: a load and a branch while no clock was asked for */
+static inline void bb_cpuclock_switch(bb_m *mp, bb_g *next)
+{
+	if (__builtin_expect(atomic_load_explicit(&bb_cpuclock_on, memory_order_relaxed), 0))
+		bb_cpuclock_edge(mp, next);
+}
 
 /* ---- runq.c ---- */
 void bb_runqput(bb_p *pp, bb_g *gp, bool next);

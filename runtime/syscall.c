@@ -127,6 +127,7 @@ void bb_exitsyscall(void)
 		return;
 	}
 	/* no P: queue the G, let this M go idle */
+	bb_cpuclock_switch(mp, NULL);
 	bb_mcall(&gp->ctx, exitsyscall0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	bb_getm()->oldp = NULL;
 }

@@ -39,6 +39,9 @@ int bb_real_init(void)
 	RESOLVE(sched_yield);
 	RESOLVE(nanosleep);
 	RESOLVE(clock_nanosleep);
+	RESOLVE(clock_gettime);
+	RESOLVE(clock_getres);
+	RESOLVE(pthread_getcpuclockid);
 	RESOLVE(usleep);
 	RESOLVE(sleep);
 	RESOLVE(pthread_mutex_lock);

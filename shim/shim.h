@@ -35,6 +35,9 @@ typedef struct bb_real_fns {
 	int (*sched_yield)(void);
 	int (*nanosleep)(const struct timespec *, struct timespec *);
 	int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+	int (*clock_gettime)(clockid_t, struct timespec *);
+	int (*clock_getres)(clockid_t, struct timespec *);
+	int (*pthread_getcpuclockid)(pthread_t, clockid_t *);
 	int (*usleep)(unsigned int);
 	unsigned int (*sleep)(unsigned int);
 	int (*pthread_mutex_lock)(pthread_mutex_t *);

@@ -11,6 +11,7 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,4 +155,109 @@ BB_EXPORT unsigned int sleep(unsigned int s)
 		return REAL(sleep)(s);
 	int64_t left = sleep_until(deadline_after((int64_t)s * 1000000000));
 	return (unsigned)((left + 999999999) / 1000000000); /* seconds not slept */
+}
+
+/* ---- per-thread CPU clocks (runtime/cpuclock.c keeps the accounts) ---- */
+
+/* The green thread a per-thread CPU clock names: its own for
+ * CLOCK_THREAD_CPUTIME_ID, the one a clock from pthread_getcpuclockid
+ * belongs to, or main for the clock of the initial thread's id. *gone:
+ * the clock is a green thread's that has ended (the kernel's EINVAL).
+ * NULL otherwise: a clock for the kernel. */
+static bb_g *clock_thread(clockid_t clk, bool *gone)
+{
+	*gone = false;
+	if (!bb_active)
+		return NULL;
+	if (clk == CLOCK_THREAD_CPUTIME_ID)
+		return bb_on_g() ? bb_getm()->curg : NULL;
+	bb_g *gp = bb_cpuclock_g(clk, gone);
+	if (gp || *gone)
+		return gp;
+	/* glibc's per-thread clocks of a kernel tid: (~tid << 3) | 4..6 */
+	if (clk >= 0 || (clk & 4) == 0 || (clk & 3) == 3)
+		return NULL;
+	pid_t tid = (pid_t)~(clk >> 3);
+	bb_g *main_g = bb_main_g; /* main keeps the initial thread's id */
+	if (main_g && tid > 0 && atomic_load(&main_g->status) != Gdead && bb_g_tid(main_g) == tid)
+		return main_g;
+	return NULL;
+}
+
+BB_EXPORT int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	/* the common clocks first, at the cost of one compare */
+	if (__builtin_expect((unsigned)clk < CLOCK_THREAD_CPUTIME_ID, 1))
+		return REAL(clock_gettime)(clk, ts);
+	bool gone;
+	bb_g *gp = clock_thread(clk, &gone);
+	if (gp == NULL) {
+		if (!gone)
+			return REAL(clock_gettime)(clk, ts);
+		errno = EINVAL;
+		return -1;
+	}
+	if (!bb_cpuclock_enable()) /* BOBBIN_CPUCLOCK=0 */
+		return REAL(clock_gettime)(clk, ts);
+	uint64_t ns = bb_cpuclock_read(gp);
+	ts->tv_sec = (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+	return 0;
+}
+
+BB_EXPORT int clock_getres(clockid_t clk, struct timespec *res)
+{
+	bool gone;
+	bb_g *gp = (unsigned)clk < CLOCK_THREAD_CPUTIME_ID ? NULL : clock_thread(clk, &gone);
+	if (gp == NULL) {
+		if (clk < 0 && gone) {
+			errno = EINVAL;
+			return -1;
+		}
+		return REAL(clock_getres)(clk, res);
+	}
+	if (res) { /* the kernel's for CPU clocks */
+		res->tv_sec = 0;
+		res->tv_nsec = 1;
+	}
+	return 0;
+}
+
+/* glibc's makes the clock from the thread's kernel id, which a green
+ * thread does not have (main keeps the initial thread's): a green thread
+ * gets bb_cpuclock_id's, which clock_gettime above understands. From the
+ * first call on, each G's CPU time is counted. */
+BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
+{
+	int err = REAL(pthread_getcpuclockid)(th, clk);
+	if (err != 0 || !bb_on_g())
+		return err;
+	bb_g *gp = bb_g_of(th);
+	if (bb_cpuclock_enable() && gp && !gp->is_main)
+		*clk = bb_cpuclock_id(gp);
+	return 0;
+}
+
+/* RUSAGE_THREAD of a green thread: its CPU time, split between user and
+ * system time as its OS thread's is split (the kernel counts the OS thread;
+ * the other fields are that OS thread's) */
+BB_EXPORT int getrusage(int who, struct rusage *ru)
+{
+	long r = bb_sys(SYS_getrusage, who, ru, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	if (who != RUSAGE_THREAD || !bb_on_g() || !bb_cpuclock_enable())
+		return 0;
+	uint64_t g = bb_cpuclock_read(bb_getm()->curg) / 1000; /* µs */
+	uint64_t ut = (uint64_t)ru->ru_utime.tv_sec * 1000000u + (uint64_t)ru->ru_utime.tv_usec;
+	uint64_t st = (uint64_t)ru->ru_stime.tv_sec * 1000000u + (uint64_t)ru->ru_stime.tv_usec;
+	uint64_t gu = ut + st ? (uint64_t)((unsigned __int128)g * ut / (ut + st)) : g;
+	uint64_t gs = g - gu;
+	ru->ru_utime.tv_sec = (time_t)(gu / 1000000u);
+	ru->ru_utime.tv_usec = (suseconds_t)(gu % 1000000u);
+	ru->ru_stime.tv_sec = (time_t)(gs / 1000000u);
+	ru->ru_stime.tv_usec = (suseconds_t)(gs % 1000000u);
+	return 0;
 }

@@ -429,3 +429,51 @@ Test(gstate, rounding_modes_are_per_g_across_switches)
 	cr_assert_eq(atomic_load(&fp_bad), 0, "%d times a G found another G's rounding mode",
 		     atomic_load(&fp_bad));
 }
+
+/* Each G is charged the CPU time of its own stints (runtime/cpuclock.c):
+ * a G that burns BURN_MS while the test's G only yields gets the time,
+ * and the two together get no more than their OS thread spent. */
+#define BURN_MS 30
+static _Atomic int burnt, read_done;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *burner(void *arg)
+{
+	(void)arg;
+	uint64_t t0 = thread_cpu_ns();
+	volatile unsigned long x = 0;
+	while (thread_cpu_ns() - t0 < BURN_MS * 1000000ull)
+		for (int i = 0; i < 10000; i++)
+			x += (unsigned long)i;
+	atomic_store(&burnt, 1);
+	while (!atomic_load(&read_done))
+		bb_gosched();
+	return NULL;
+}
+
+Test(gstate, cpu_time_goes_to_the_g_that_ran)
+{
+	rt_start(1);
+	cr_assert(bb_cpuclock_enable());
+	bb_g *self = bb_getg();
+	uint64_t m0 = thread_cpu_ns(), self0 = bb_cpuclock_read(self);
+	bb_g *b = rt_go(burner, NULL);
+	while (!atomic_load(&burnt))
+		bb_gosched();
+	uint64_t vb = bb_cpuclock_read(b), vs = bb_cpuclock_read(self) - self0;
+	uint64_t m1 = thread_cpu_ns();
+	atomic_store(&read_done, 1);
+	rt_join(b);
+	cr_assert_geq(vb, (BURN_MS - 5) * 1000000ull, "the burner was charged %llu ns",
+		      (unsigned long long)vb);
+	cr_assert_lt(vs, 10 * 1000000ull, "the yielding G was charged %llu ns",
+		     (unsigned long long)vs);
+	cr_assert_leq(vb + vs, m1 - m0, "charged %llu ns, the OS thread spent %llu",
+		      (unsigned long long)(vb + vs), (unsigned long long)(m1 - m0));
+}
