@@ -193,8 +193,11 @@ BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
 		return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
+	/* NPTL's join loops while its futex wait fails with anything but
+	 * ETIMEDOUT: a time with tv_nsec out of range waits, untimed, for the
+	 * thread to end (and joins one that has ended) */
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
-		return EINVAL;
+		return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
 	/* the deadline, moved onto the monotonic clock the runtime's timers use */
 	struct timespec now;
 	clock_gettime(clock, &now);

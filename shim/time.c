@@ -113,8 +113,7 @@ BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 	default:
 		return REAL(clock_nanosleep)(clock, flags, req, rem);
 	}
-	if (!(ts_valid(req) || ((flags & TIMER_ABSTIME) && req->tv_nsec >= 0 &&
-				req->tv_nsec < 1000000000)))
+	if (!ts_valid(req)) /* negative seconds too, absolute or not: the kernel's */
 		return EINVAL;
 	int64_t ns = ts_ns(req);
 	if (flags & TIMER_ABSTIME) {
