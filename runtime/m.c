@@ -123,12 +123,46 @@ static void wrap_setxid_once(void)
  * that starts with every signal blocked but glibc's SIGCANCEL and SIGSETXID
  * (which must always get through, as glibc's pthread_sigmask ensures). The
  * mask is switched with the raw system call: pthread_sigmask is interposed. */
+/* The CPU affinity and scheduling policy the process started with: a new
+ * OS thread gets them, not those of the thread that starts it, which may
+ * be locked to a green thread that changed its own (Go hands such starts
+ * to a template thread for the same reason). */
+static cpu_set_t start_cpus;
+static int start_policy = -1;
+static struct sched_param start_param;
+
+void bb_m_kstate_init(void)
+{
+	if (sched_getaffinity(0, sizeof start_cpus, &start_cpus) != 0)
+		CPU_ZERO(&start_cpus);
+	start_policy = sched_getscheduler(0);
+	if (sched_getparam(0, &start_param) != 0)
+		start_policy = -1;
+}
+
+static void start_kstate(pthread_attr_t *attr)
+{
+	cpu_set_t now;
+	if (CPU_COUNT(&start_cpus) > 0 && sched_getaffinity(0, sizeof now, &now) == 0 &&
+	    !CPU_EQUAL(&now, &start_cpus))
+		pthread_attr_setaffinity_np(attr, sizeof start_cpus, &start_cpus);
+	struct sched_param p;
+	if (start_policy >= 0 &&
+	    (sched_getscheduler(0) != start_policy ||
+	     (sched_getparam(0, &p) == 0 && p.sched_priority != start_param.sched_priority))) {
+		pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(attr, start_policy);
+		pthread_attr_setschedparam(attr, &start_param);
+	}
+}
+
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
 {
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, stacksize);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	start_kstate(&attr);
 	uint64_t all = ~((1ull << (32 - 1)) | (1ull << (33 - 1))), old;
 	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
 	pthread_t th;

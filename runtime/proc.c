@@ -385,7 +385,8 @@ static bb_g *direct_next(bb_m *mp, bb_p *pp, bool *inherit)
 	    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) > 0)
 		return NULL;
 	bb_g *next = bb_runqget(pp, inherit);
-	if (next && (next->lockedm != NULL || mp->sigmask != strip_ours(g_mask(next)))) {
+	if (next && (next->lockedm != NULL || mp->sigmask != strip_ours(g_mask(next)) ||
+		     atomic_load_explicit(&next->kpending, memory_order_relaxed))) {
 		bb_runqput(pp, next, true); /* back in front: it runs next */
 		return NULL;
 	}
@@ -618,6 +619,35 @@ void bb_lock_os_thread(void)
 	}
 }
 
+/* On g0 of mp, about to run gp, which has no M of its own and kernel
+ * state another thread set for it (pthread_setaffinity_np,
+ * pthread_setschedparam): gp becomes mp's for life, as if it had locked
+ * itself, and mp's OS thread takes that state. */
+void bb_adopt_kstate(bb_m *mp, bb_g *gp)
+{
+	unsigned long mask[BB_KAFF_MAX / sizeof(unsigned long)];
+	size_t masksize = 0;
+	bb_lock_acquire(&gp->lock);
+	uint32_t k = atomic_exchange_explicit(&gp->kpending, 0, memory_order_relaxed);
+	int policy = gp->schedpolicy;
+	struct sched_param sp = {.sched_priority = gp->schedprio};
+	if ((k & BB_KP_AFFINITY) && gp->kaffsize) {
+		masksize = gp->kaffsize;
+		memcpy(mask, gp->kaff, masksize);
+	}
+	/* under the lock: a setter that finds lockedm set changes mp's OS
+	 * thread itself, one that does not leaves its state here */
+	if (gp->lockcount++ == 0) {
+		gp->lockedm = mp;
+		mp->lockedg = gp;
+	}
+	bb_lock_release(&gp->lock);
+	if (masksize)
+		bb_sys(SYS_sched_setaffinity, 0, masksize, mask);
+	if (k & BB_KP_SCHED)
+		bb_sys(SYS_sched_setscheduler, 0, policy, &sp);
+}
+
 void bb_unlock_os_thread(void)
 {
 	bb_m *mp = bb_getm();
@@ -674,6 +704,9 @@ top:;
 		gp = findrunnable(&inherit);
 	if (mp->spinning)
 		resetspinning();
+	if (__builtin_expect(atomic_load_explicit(&gp->kpending, memory_order_relaxed) != 0, 0) &&
+	    gp->lockedm == NULL)
+		bb_adopt_kstate(mp, gp); /* it is locked to mp from here on */
 	if (__builtin_expect(gp->lockedm != NULL, 0) && gp->lockedm != mp) {
 		/* it runs only on its own M: hand that M our P, and stop */
 		startlockedm(gp);
@@ -1223,6 +1256,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->creator = mp->curg->goid;
 	atomic_store_explicit(&gp->cpu_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&gp->cpu_m, NULL, memory_order_relaxed);
+	atomic_store_explicit(&gp->kpending, 0, memory_order_relaxed);
+	gp->kaffsize = 0; /* (its buffer stays for the next mask) */
 	bb_tcb_prepare(gp, reused);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);
@@ -1497,6 +1532,7 @@ int bb_sched_init(void)
 	bb_trace_init();
 	bb_preempt_init();
 	bb_fork_init();
+	bb_m_kstate_init();
 	bb_debug_signals_init();
 	if (bb_debug.schedtrace_ms)
 		bb_sysmon_ensure();

@@ -148,6 +148,12 @@ struct bb_g {
 	char name[16];
 	int schedpolicy;     /* stored and reported, as NPTL's attr */
 	int schedprio;
+	/* kernel state another thread set for it while it had no OS thread
+	 * of its own (identity.c): its next schedule() locks it to that M and
+	 * applies it (bb_adopt_kstate). Under lock, kpending also read bare */
+	_Atomic uint32_t kpending; /* BB_KP_* */
+	void *kaff;                /* affinity mask asked for (BB_KAFF_MAX bytes, malloc'ed) */
+	size_t kaffsize;           /* its size; 0: none asked for */
 
 	/* park/wait support */
 	void *waitaddr;      /* address-keyed wait queue this G is on: its bucket lock */
@@ -381,6 +387,12 @@ typedef struct bb_config {
 } bb_config;
 extern bb_config bb_cfg;
 void bb_env_init(void);
+
+#define BB_KP_AFFINITY 1u
+#define BB_KP_SCHED 2u
+#define BB_KAFF_MAX 1024 /* bytes of an affinity mask kept: 8192 CPUs */
+void bb_adopt_kstate(bb_m *mp, bb_g *gp);
+void bb_m_kstate_init(void); /* m.c: the start state new OS threads get */
 
 /* ---- cpuclock.c ---- */
 extern _Atomic bool bb_cpuclock_on;

@@ -7,8 +7,9 @@
  *
  * pthread_setaffinity_np/pthread_getaffinity_np and pthread_setschedparam on
  * another green thread reach it through the M it is locked to; one that is
- * not locked has no OS thread of its own to change: EINVAL (a limit NPTL
- * does not have; see README).
+ * not locked has no OS thread of its own to change yet: the state is kept
+ * in its G and its next schedule() locks it to an M that takes the state
+ * (bb_adopt_kstate).
  */
 #include "shim.h"
 
@@ -18,7 +19,9 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,20 +57,80 @@ static void *next(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-/* the kernel tid standing for th, locking the caller if th is itself;
- * 0 for "this thread"; -1 if th is a G with no OS thread of its own */
+/* What stands for th in a call that changes its kernel state: >0 the tid
+ * of the M it is locked to, 0 "this thread" (th is the caller, now
+ * locked to its M), TID_GLIBC (not a green thread: glibc's function),
+ * TID_ENDED (it has ended: NPTL finds its tid 0, and the kernel takes 0
+ * as the caller), TID_NONE (no OS thread of its own yet: the state is
+ * kept for it, see defer_kstate). */
+enum { TID_GLIBC = -2, TID_ENDED = -3, TID_NONE = -1 };
+
 static pid_t tid_for(pthread_t th)
 {
 	bb_g *gp = bb_g_of(th);
 	if (gp == NULL)
-		return -2; /* not ours: glibc's function */
+		return TID_GLIBC;
 	if (gp == bb_getg()) {
 		bb_lock_os_thread();
 		return 0;
 	}
-	if (gp->lockedm)
-		return gp->lockedm->tid;
-	return -1;
+	if (atomic_load(&gp->status) == Gdead)
+		return TID_ENDED;
+	bb_lock_acquire(&gp->lock);
+	pid_t tid = gp->lockedm ? gp->lockedm->tid : TID_NONE;
+	bb_lock_release(&gp->lock);
+	return tid;
+}
+
+/* Kernel state for a green thread that has no OS thread of its own: kept
+ * in its G, and applied by its next schedule(), which locks it to that M
+ * for life (bb_adopt_kstate; a running G is asked to yield soon). fill
+ * stores it, under gp->lock. Returns 0, or the tid of the M the G was
+ * locked to meanwhile (the caller changes that OS thread instead). */
+static pid_t defer_kstate(pthread_t th, uint32_t what, void (*fill)(bb_g *, const void *),
+			  const void *arg)
+{
+	bb_g *gp = bb_g_of(th);
+	bb_lock_acquire(&gp->lock);
+	pid_t tid = gp->lockedm ? gp->lockedm->tid : 0;
+	fill(gp, arg);
+	if (tid == 0)
+		atomic_fetch_or_explicit(&gp->kpending, what, memory_order_relaxed);
+	bb_lock_release(&gp->lock);
+	if (tid == 0)
+		atomic_store_explicit(&gp->preempt, true, memory_order_relaxed);
+	return tid;
+}
+
+struct mask_arg {
+	size_t size;
+	const cpu_set_t *set;
+};
+
+static void fill_mask(bb_g *gp, const void *arg)
+{
+	const struct mask_arg *m = arg;
+	if (gp->kaff == NULL)
+		gp->kaff = malloc(BB_KAFF_MAX);
+	if (gp->kaff == NULL)
+		return; /* (then nothing is asked for: kaffsize stays) */
+	gp->kaffsize = m->size < BB_KAFF_MAX ? m->size : BB_KAFF_MAX;
+	memcpy(gp->kaff, m->set, gp->kaffsize);
+}
+
+/* the CPUs this process may run on, from the OS thread that asks (every
+ * M starts with the process's mask) */
+static bool mask_usable(size_t size, const cpu_set_t *set)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+		return true;
+	size_t n = size < sizeof allowed ? size : sizeof allowed;
+	const unsigned char *a = (const unsigned char *)&allowed, *b = (const unsigned char *)set;
+	for (size_t i = 0; i < n; i++)
+		if (a[i] & b[i])
+			return true;
+	return false;
 }
 
 BB_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
@@ -75,11 +138,19 @@ BB_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t 
 	static int (*real)(pthread_t, size_t, const cpu_set_t *);
 	if (real == NULL)
 		real = (int (*)(pthread_t, size_t, const cpu_set_t *))next("pthread_setaffinity_np");
-	pid_t tid = bb_on_g() ? tid_for(th) : -2;
-	if (tid == -2)
+	pid_t tid = bb_on_g() ? tid_for(th) : TID_GLIBC;
+	if (tid == TID_GLIBC)
 		return real(th, size, set);
-	if (tid == -1)
-		return EINVAL;
+	if (tid == TID_ENDED)
+		return pthread_setaffinity_np(pthread_self(), size, set);
+	if (tid == TID_NONE) {
+		if (!mask_usable(size, set))
+			return EINVAL; /* the kernel's answer for a mask of no usable CPU */
+		struct mask_arg m = {size, set};
+		tid = defer_kstate(th, BB_KP_AFFINITY, fill_mask, &m);
+		if (tid == 0)
+			return 0;
+	}
 	long r = bb_sys(SYS_sched_setaffinity, tid, size, set);
 	return r < 0 ? (int)-r : 0;
 }
@@ -92,13 +163,27 @@ BB_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 	bb_g *gp = bb_on_g() ? bb_g_of(th) : NULL;
 	if (gp == NULL)
 		return real(th, size, set);
-	/* a G not locked runs wherever the process may: report the M's mask */
-	pid_t tid = gp->lockedm ? gp->lockedm->tid : 0;
+	/* a G not locked runs wherever the process may: the caller's M's mask
+	 * (a G that has ended too: NPTL asks the kernel about tid 0, the
+	 * caller), or the one asked for it that it has not taken up yet */
+	bb_lock_acquire(&gp->lock);
+	bool ended = atomic_load(&gp->status) == Gdead;
+	pid_t tid = gp->lockedm && !ended ? gp->lockedm->tid : 0;
+	bb_lock_release(&gp->lock);
 	long r = bb_sys(SYS_sched_getaffinity, tid, size, set);
 	if (r < 0)
 		return (int)-r;
 	if ((size_t)r < size)
 		memset((char *)set + r, 0, size - (size_t)r);
+	if (tid == 0 && !ended && gp != bb_getg()) {
+		bb_lock_acquire(&gp->lock);
+		if (gp->kaffsize && gp->lockedm == NULL) {
+			size_t n = gp->kaffsize < (size_t)r ? gp->kaffsize : (size_t)r;
+			memset(set, 0, (size_t)r);
+			memcpy(set, gp->kaff, n);
+		}
+		bb_lock_release(&gp->lock);
+	}
 	return 0;
 }
 
@@ -185,22 +270,61 @@ BB_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
 	return real(pid, size, set);
 }
 
+struct sched_arg {
+	int policy, prio;
+};
+
+static void fill_sched(bb_g *gp, const void *arg)
+{
+	const struct sched_arg *a = arg;
+	gp->schedpolicy = a->policy;
+	gp->schedprio = a->prio;
+}
+
+/* the kernel's checks of sched_setscheduler, for a thread that cannot be
+ * asked yet: the policy, its priority range, the right to a real-time one */
+static int sched_args_ok(int policy, int prio)
+{
+	int pol = policy & ~SCHED_RESET_ON_FORK;
+	int lo = sched_get_priority_min(pol), hi = sched_get_priority_max(pol);
+	if (lo < 0 || hi < 0 || prio < lo || prio > hi)
+		return EINVAL;
+	if ((pol == SCHED_FIFO || pol == SCHED_RR) && geteuid() != 0) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (rlim_t)prio > rl.rlim_cur)
+			return EPERM;
+	}
+	return 0;
+}
+
 BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched_param *param)
 {
 	static int (*real)(pthread_t, int, const struct sched_param *);
 	if (real == NULL)
 		real = (int (*)(pthread_t, int, const struct sched_param *))next("pthread_setschedparam");
-	pid_t tid = bb_on_g() ? tid_for(th) : -2;
-	if (tid == -2)
+	pid_t tid = bb_on_g() ? tid_for(th) : TID_GLIBC;
+	if (tid == TID_GLIBC)
 		return real(th, policy, param);
-	if (tid == -1)
-		return EINVAL;
+	if (tid == TID_ENDED)
+		return ESRCH;
+	if (tid == TID_NONE) {
+		int err = sched_args_ok(policy, param->sched_priority);
+		if (err)
+			return err;
+		struct sched_arg a = {policy, param->sched_priority};
+		tid = defer_kstate(th, BB_KP_SCHED, fill_sched, &a);
+		if (tid == 0)
+			return 0;
+	}
 	long r = bb_sys(SYS_sched_setscheduler, tid, policy, param);
 	if (r < 0)
 		return (int)-r;
 	bb_g *gp = bb_g_of(th);
+	bb_lock_acquire(&gp->lock);
 	gp->schedpolicy = policy;
 	gp->schedprio = param->sched_priority;
+	bb_lock_release(&gp->lock);
 	return 0;
 }
 
@@ -212,9 +336,13 @@ BB_EXPORT int pthread_getschedparam(pthread_t th, int *policy, struct sched_para
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	if (gp == NULL || gp->is_main)
 		return real(th, policy, param);
+	if (atomic_load(&gp->status) == Gdead)
+		return ESRCH; /* as NPTL's, for a thread that has ended */
+	bb_lock_acquire(&gp->lock);
 	*policy = gp->schedpolicy;
 	memset(param, 0, sizeof *param);
 	param->sched_priority = gp->schedprio;
+	bb_lock_release(&gp->lock);
 	return 0;
 }
 

@@ -14,6 +14,16 @@ static bool still_running(void *addr, void *arg)
 	return atomic_load_explicit((_Atomic int *)addr, memory_order_acquire) == ONCE_RUNNING;
 }
 
+/* init ended the thread (pthread_exit, a cancel) instead of returning: as
+ * if pthread_once had never been called, as POSIX and NPTL have it; a
+ * waiter (or a later caller) runs init again */
+static void once_abandoned(void *arg)
+{
+	_Atomic int *w = arg;
+	atomic_store_explicit(w, ONCE_NEW, memory_order_release);
+	bb_sema_wake(w, -1);
+}
+
 BB_EXPORT int pthread_once(pthread_once_t *oc, void (*init)(void))
 {
 	_Atomic int *w = (_Atomic int *)oc;
@@ -26,7 +36,9 @@ BB_EXPORT int pthread_once(pthread_once_t *oc, void (*init)(void))
 		int v = ONCE_NEW;
 		if (atomic_compare_exchange_strong_explicit(w, &v, ONCE_RUNNING, memory_order_acquire,
 							    memory_order_acquire)) {
+			pthread_cleanup_push(once_abandoned, (void *)w);
 			init();
+			pthread_cleanup_pop(0);
 			atomic_store_explicit(w, ONCE_DONE, memory_order_release);
 			bb_sema_wake(w, -1);
 			return 0;

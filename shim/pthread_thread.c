@@ -293,6 +293,8 @@ BB_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	size_t n = strlen(name);
 	if (n > 15)
 		return ERANGE;
+	if (atomic_load(&gp->status) == Gdead)
+		return ENOENT; /* NPTL's, from /proc/self/task/0/comm */
 	memcpy(gp->name, name, n + 1);
 	return 0;
 }
@@ -302,6 +304,10 @@ BB_EXPORT int pthread_getname_np(pthread_t th, char *buf, size_t len)
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	if (gp == NULL)
 		return REAL(pthread_getname_np)(th, buf, len);
+	if (len < 16)
+		return ERANGE; /* NPTL's check, before it looks for the thread */
+	if (atomic_load(&gp->status) == Gdead)
+		return ENOENT;
 	size_t n = strlen(gp->name);
 	if (len < n + 1)
 		return ERANGE;

@@ -713,7 +713,9 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	if (sig < 0 || sig > 64 || (sig > 0 && (BB_SIGBIT(sig) & BB_GLIBC_SIGNALS)))
 		return EINVAL; /* glibc keeps its own signals to itself */
 	uint32_t st = atomic_load(&gp->status);
-	if (st == Gdead || sig == 0)
+	if (st == Gdead)
+		return ESRCH; /* NPTL's for a thread that has ended (pthread_kill's is 0) */
+	if (sig == 0)
 		return 0;
 	bool self = bb_on_g() && gp == bb_getg();
 	bb_m *mp = self ? bb_getm() : gp->m;

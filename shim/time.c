@@ -232,6 +232,8 @@ BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
 	if (err != 0 || !bb_on_g())
 		return err;
 	bb_g *gp = bb_g_of(th);
+	if (gp && atomic_load(&gp->status) == Gdead)
+		return ESRCH; /* as NPTL's, for a thread that has ended */
 	if (bb_cpuclock_enable() && gp && !gp->is_main)
 		*clk = bb_cpuclock_id(gp);
 	return 0;
