@@ -15,7 +15,12 @@
  *    pthread_sigqueue ESRCH, pthread_kill and pthread_cancel 0, and the
  *    affinity calls act on the caller (NPTL asks the kernel about tid 0).
  *    bobbin answered 0 (or EINVAL) from the thread's stored attributes.
- * 3. pthread_once whose init routine calls pthread_exit: as if
+ * 3. Attributes a new thread takes: pthread_attr_setsigmask_np's mask,
+ *    pthread_attr_setaffinity_np's CPUs (bobbin ignored both), an
+ *    explicit SCHED_FIFO (where the process may have it), a policy
+ *    inherited from a FIFO creator (bobbin only stored them); then a plain
+ *    thread finds none of it (an OS thread that ran one kept its policy).
+ * 4. pthread_once whose init routine calls pthread_exit: as if
  *    pthread_once had never been called, so the next caller runs init
  *    again (POSIX; bobbin's left the control "in progress" and the next
  *    caller waited for ever). And one cancelled inside init while another
@@ -188,6 +193,69 @@ static void once_abandoned(void)
            ra == PTHREAD_CANCELED ? "cancelled" : "returned", rb == NULL, atomic_load(&cancel_runs));
 }
 
+static void *report_attrs(void *arg)
+{
+    sigset_t m;
+    pthread_sigmask(SIG_BLOCK, NULL, &m);
+    struct sched_param kp;
+    sched_getparam(0, &kp);
+    printf("%s: SIGUSR1 blocked %d, kernel policy %d/%d, ", (const char *)arg,
+           sigismember(&m, SIGUSR1), sched_getscheduler(0), kp.sched_priority);
+    report_self("sees");
+    return NULL;
+}
+
+/* attributes of pthread_create that a thread takes with it: a signal mask,
+ * a CPU mask, an explicit real-time policy (EPERM natively and under bobbin
+ * where the process may not have one), one inherited from its creator */
+static void *create_inheriting(void *arg)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, report_attrs, arg) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    return NULL;
+}
+
+static void create_attrs(void)
+{
+    pthread_attr_t a;
+    pthread_t t;
+    pthread_attr_init(&a);
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    SHOW("attr_setsigmask_np", pthread_attr_setsigmask_np(&a, &usr1));
+    REQUIRE(pthread_create(&t, &a, report_attrs, "sigmask attr") == 0, "pthread_create");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+
+    pthread_attr_init(&a);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(chosen, &one);
+    SHOW("attr_setaffinity_np", pthread_attr_setaffinity_np(&a, sizeof one, &one));
+    REQUIRE(pthread_create(&t, &a, report_attrs, "affinity attr") == 0, "pthread_create");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+
+    pthread_attr_init(&a);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+    struct sched_param sp = {.sched_priority = 10};
+    pthread_attr_setschedparam(&a, &sp);
+    int err = pthread_create(&t, &a, report_attrs, "explicit FIFO 10");
+    if (err == 0)
+        pthread_join(t, NULL); /* (it prints first: it may run before main) */
+    SHOW("create explicit FIFO 10", err);
+    err = pthread_create(&t, &a, create_inheriting, "inherited from a FIFO 10 creator");
+    if (err == 0)
+        pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+    /* after them, a plain thread: none of that state on its OS thread */
+    REQUIRE(pthread_create(&t, NULL, report_attrs, "plain") == 0, "pthread_create");
+    pthread_join(t, NULL);
+}
+
 static void on_alarm(int sig)
 {
     static const char msg[] = "other_threads: watchdog: hung\n";
@@ -201,6 +269,7 @@ int main(void)
     signal(SIGALRM, on_alarm);
     alarm(30);
     kernel_state();
+    create_attrs();
     ended_thread();
     once_abandoned();
     return probe_exit("other_threads");

@@ -127,25 +127,38 @@ static void wrap_setxid_once(void)
  * OS thread gets them, not those of the thread that starts it, which may
  * be locked to a green thread that changed its own (Go hands such starts
  * to a template thread for the same reason). */
-static cpu_set_t start_cpus;
 static int start_policy = -1;
 static struct sched_param start_param;
 
+/* after bb_initial_affinity is read (bb_sched_init) */
 void bb_m_kstate_init(void)
 {
-	if (sched_getaffinity(0, sizeof start_cpus, &start_cpus) != 0)
-		CPU_ZERO(&start_cpus);
 	start_policy = sched_getscheduler(0);
 	if (sched_getparam(0, &start_param) != 0)
 		start_policy = -1;
 }
 
+/* the initial OS thread, which cannot end with the locked G that changed
+ * it, takes the starting policy back */
+void bb_m_reset_sched(void)
+{
+	if (start_policy >= 0)
+		bb_rawsyscall6(SYS_sched_setscheduler, 0, start_policy, (long)&start_param, 0, 0, 0);
+}
+
+/* whether a thread with this policy needs an OS thread of its own: not if
+ * it is the one every OS thread starts with */
+bool bb_sched_is_start(int policy, int prio)
+{
+	return start_policy < 0 || (policy == start_policy && prio == start_param.sched_priority);
+}
+
 static void start_kstate(pthread_attr_t *attr)
 {
 	cpu_set_t now;
-	if (CPU_COUNT(&start_cpus) > 0 && sched_getaffinity(0, sizeof now, &now) == 0 &&
-	    !CPU_EQUAL(&now, &start_cpus))
-		pthread_attr_setaffinity_np(attr, sizeof start_cpus, &start_cpus);
+	if (CPU_COUNT(&bb_initial_affinity) > 0 && sched_getaffinity(0, sizeof now, &now) == 0 &&
+	    !CPU_EQUAL(&now, &bb_initial_affinity))
+		pthread_attr_setaffinity_np(attr, sizeof bb_initial_affinity, &bb_initial_affinity);
 	struct sched_param p;
 	if (start_policy >= 0 &&
 	    (sched_getscheduler(0) != start_policy ||

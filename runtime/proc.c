@@ -1107,11 +1107,12 @@ static void goexit0(bb_g *gp)
 			atomic_fetch_sub(&bb_sched_.mcount, 1);
 			bb_mexit_hook();
 		}
-		/* the initial thread cannot end: give it back its affinity, name
-		 * and timer slack (namespaces it entered stay: README, known
-		 * limits) */
+		/* the initial thread cannot end: give it back its affinity,
+		 * policy, name and timer slack (namespaces it entered stay:
+		 * README, known limits) */
 		bb_rawsyscall6(SYS_sched_setaffinity, 0, sizeof bb_initial_affinity,
 			       (long)&bb_initial_affinity, 0, 0, 0);
+		bb_m_reset_sched();
 		bb_rawsyscall6(SYS_prctl, 15 /* PR_SET_NAME */, (long)bb_initial_comm, 0, 0, 0, 0);
 		if (bb_timerslack_ns > 0)
 			bb_rawsyscall6(SYS_prctl, PR_SET_TIMERSLACK, bb_timerslack_ns, 0, 0, 0, 0);
@@ -1248,7 +1249,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->waitreason = waitReasonZero;
 	gp->detached = attr->detached;
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
-	gp->sigmask = mp->curg->sigmask;                     /* as clone copies the mask */
+	/* as clone copies the mask, or the one pthread_attr_setsigmask_np gave */
+	gp->sigmask = attr->sigmask ? *attr->sigmask & ~BB_GLIBC_SIGNALS : mp->curg->sigmask;
 	atomic_store_explicit(&gp->sigpending, 0, memory_order_relaxed);
 	gp->nsigq = 0; /* values queued to the thread this G was before */
 	atomic_store_explicit(&gp->procsig, 0, memory_order_relaxed);
@@ -1256,8 +1258,24 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->creator = mp->curg->goid;
 	atomic_store_explicit(&gp->cpu_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&gp->cpu_m, NULL, memory_order_relaxed);
-	atomic_store_explicit(&gp->kpending, 0, memory_order_relaxed);
+	gp->schedpolicy = attr->schedpolicy;
+	gp->schedprio = attr->schedprio;
+	/* kernel state of its own (attributes of pthread_create): taken with
+	 * an OS thread of its own at its first schedule(), bb_adopt_kstate */
+	uint32_t kp = attr->sched_apply ? BB_KP_SCHED : 0;
 	gp->kaffsize = 0; /* (its buffer stays for the next mask) */
+	if (attr->affinity) {
+		if (gp->kaff == NULL)
+			gp->kaff = malloc(BB_KAFF_MAX);
+		if (gp->kaff == NULL) {
+			gfput(pp, gp);
+			goto nomem;
+		}
+		gp->kaffsize = attr->affsize < BB_KAFF_MAX ? attr->affsize : BB_KAFF_MAX;
+		memcpy(gp->kaff, attr->affinity, gp->kaffsize);
+		kp |= BB_KP_AFFINITY;
+	}
+	atomic_store_explicit(&gp->kpending, kp, memory_order_relaxed);
 	bb_tcb_prepare(gp, reused);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);

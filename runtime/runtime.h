@@ -393,6 +393,8 @@ void bb_env_init(void);
 #define BB_KAFF_MAX 1024 /* bytes of an affinity mask kept: 8192 CPUs */
 void bb_adopt_kstate(bb_m *mp, bb_g *gp);
 void bb_m_kstate_init(void); /* m.c: the start state new OS threads get */
+bool bb_sched_is_start(int policy, int prio);
+void bb_m_reset_sched(void);
 
 /* ---- cpuclock.c ---- */
 extern _Atomic bool bb_cpuclock_on;
@@ -430,6 +432,11 @@ typedef struct bb_gattr {
 	bool detached;
 	void **handle;     /* where to store the pthread_t before the G can run */
 	uintptr_t createpc; /* the caller of pthread_create, for dumps */
+	const uint64_t *sigmask; /* the mask it starts with; NULL: its creator's */
+	const void *affinity;    /* a CPU mask for its own OS thread (kpending), or NULL */
+	size_t affsize;
+	int schedpolicy, schedprio; /* stored and reported */
+	bool sched_apply;           /* and taken by its own OS thread (kpending) */
 } bb_gattr;
 bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err);
 bool bb_gosched(void); /* false: nothing else to run, no switch */

@@ -120,7 +120,7 @@ static void fill_mask(bb_g *gp, const void *arg)
 
 /* the CPUs this process may run on, from the OS thread that asks (every
  * M starts with the process's mask) */
-static bool mask_usable(size_t size, const cpu_set_t *set)
+bool bb_mask_usable(size_t size, const cpu_set_t *set)
 {
 	cpu_set_t allowed;
 	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
@@ -144,7 +144,7 @@ BB_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t 
 	if (tid == TID_ENDED)
 		return pthread_setaffinity_np(pthread_self(), size, set);
 	if (tid == TID_NONE) {
-		if (!mask_usable(size, set))
+		if (!bb_mask_usable(size, set))
 			return EINVAL; /* the kernel's answer for a mask of no usable CPU */
 		struct mask_arg m = {size, set};
 		tid = defer_kstate(th, BB_KP_AFFINITY, fill_mask, &m);
@@ -283,7 +283,7 @@ static void fill_sched(bb_g *gp, const void *arg)
 
 /* the kernel's checks of sched_setscheduler, for a thread that cannot be
  * asked yet: the policy, its priority range, the right to a real-time one */
-static int sched_args_ok(int policy, int prio)
+int bb_sched_args_ok(int policy, int prio)
 {
 	int pol = policy & ~SCHED_RESET_ON_FORK;
 	int lo = sched_get_priority_min(pol), hi = sched_get_priority_max(pol);
@@ -309,7 +309,7 @@ BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched
 	if (tid == TID_ENDED)
 		return ESRCH;
 	if (tid == TID_NONE) {
-		int err = sched_args_ok(policy, param->sched_priority);
+		int err = bb_sched_args_ok(policy, param->sched_priority);
 		if (err)
 			return err;
 		struct sched_arg a = {policy, param->sched_priority};

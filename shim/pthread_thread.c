@@ -87,13 +87,11 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 			a = &def;
 			goto from_attr;
 		}
+		ba.schedpolicy = self->schedpolicy; /* inherited, as NPTL's default */
+		ba.schedprio = self->schedprio;
+		ba.sched_apply = !bb_sched_is_start(ba.schedpolicy, ba.schedprio);
 		int err = 0;
-		bb_g *gp = bb_newproc(fn, arg, &ba, &err);
-		if (gp == NULL)
-			return err;
-		gp->schedpolicy = self->schedpolicy; /* inherited, as NPTL's default */
-		gp->schedprio = self->schedprio;
-		return 0;
+		return bb_newproc(fn, arg, &ba, &err) ? 0 : err;
 	}
 from_attr:;
 	const struct glibc_attr *ga = (const struct glibc_attr *)a;
@@ -112,6 +110,28 @@ from_attr:;
 		bb_g *self = bb_getg();
 		policy = self->schedpolicy;
 		prio = self->schedprio;
+	} else {
+		int err = bb_sched_args_ok(policy, prio); /* NPTL's EINVAL/EPERM */
+		if (err) {
+			if (a == &def)
+				pthread_attr_destroy(&def);
+			return err;
+		}
+	}
+	/* the attributes' mask and CPUs, where set (glibc keeps them apart) */
+	sigset_t mask;
+	uint64_t mask64;
+	bool has_mask = a != &def && pthread_attr_getsigmask_np(a, &mask) == 0;
+	if (has_mask)
+		memcpy(&mask64, &mask, sizeof mask64);
+	cpu_set_t cpus, all;
+	bool has_cpus = false;
+	memset(&all, 0xff, sizeof all);
+	if (a != &def && pthread_attr_getaffinity_np(a, sizeof cpus, &cpus) == 0 &&
+	    !CPU_EQUAL(&cpus, &all)) { /* glibc's answer when none was set */
+		if (!bb_mask_usable(sizeof cpus, &cpus))
+			return EINVAL; /* as NPTL's create, which cannot apply it */
+		has_cpus = true;
 	}
 	if (a == &def)
 		pthread_attr_destroy(&def);
@@ -123,16 +143,17 @@ from_attr:;
 		.detached = detach == PTHREAD_CREATE_DETACHED,
 		.handle = (void **)th,
 		.createpc = (uintptr_t)__builtin_return_address(0),
+		.sigmask = has_mask ? &mask64 : NULL,
+		.affinity = has_cpus ? &cpus : NULL,
+		.affsize = sizeof cpus,
+		.schedpolicy = policy,
+		.schedprio = prio,
+		/* a policy other than the one every OS thread starts with: the
+		 * thread gets an OS thread of its own that takes it */
+		.sched_apply = !bb_sched_is_start(policy, prio),
 	};
 	int err = 0;
-	bb_g *gp = bb_newproc(fn, arg, &ba, &err);
-	if (gp == NULL)
-		return err;
-	/* stored and reported (getattr_np), not applied: every G shares its
-	 * M's kernel scheduling; see README, "Known limits" */
-	gp->schedpolicy = policy;
-	gp->schedprio = prio;
-	return 0;
+	return bb_newproc(fn, arg, &ba, &err) ? 0 : err;
 }
 
 static bb_g *joinable(pthread_t th, int *err)

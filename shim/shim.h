@@ -172,6 +172,8 @@ static inline bb_g *bb_g_of(pthread_t th)
 
 void bb_tsd_run_destructors(bb_g *gp);
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
+bool bb_mask_usable(size_t size, const cpu_set_t *set); /* identity.c */
+int bb_sched_args_ok(int policy, int prio);             /* identity.c */
 bool bb_redirect_main_unwind(bb_g *gp);         /* cancel.c */
 void bb_clone_child(uint64_t flags);             /* exec.c: first thing in a clone child */
 
