@@ -42,6 +42,13 @@ static uint64_t clock_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* the CPU time an OS thread of the process has used (0 if it cannot be
+ * read), for sysmon */
+uint64_t bb_thread_cpu_ns(pid_t tid)
+{
+	return clock_ns(os_thread_clock(tid));
+}
+
 static inline void seq_enter(bb_g *gp)
 {
 	atomic_fetch_add_explicit(&gp->cpu_seq, 1, memory_order_relaxed);

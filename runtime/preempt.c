@@ -350,6 +350,9 @@ void bb_check_stuck(bb_p *pp)
 	char state = bb_thread_state(mp->tid);
 	if (state != 'S' && state != 'D')
 		return;
+	/* its SIGURG handler lets the P go as if the G had entered that call
+	 * (detach_p); the call goes on (restarted after the handler) and the
+	 * G takes a P again at its next call into bobbin (bb_reattach) */
 	mp->detach_req = true;
 	bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 }

@@ -401,6 +401,7 @@ extern _Atomic bool bb_cpuclock_on;
 void bb_cpuclock_edge(bb_m *mp, bb_g *next);
 bool bb_cpuclock_enable(void);
 uint64_t bb_cpuclock_read(bb_g *gp);
+uint64_t bb_thread_cpu_ns(pid_t tid);
 void bb_cpuclock_forkchild(bb_m *mp, bb_g *self);
 clockid_t bb_cpuclock_id(const bb_g *gp);
 bb_g *bb_cpuclock_g(clockid_t clk, bool *ours);
@@ -616,6 +617,7 @@ void bb_injectglist(bb_g *list);
 /* ---- preempt.c ---- */
 typedef struct bb_stats {
 	_Atomic uint64_t preempt_requested; /* sysmon asked a G to yield */
+	_Atomic uint64_t preempt_stalled;   /* ... because it sat in the kernel unseen */
 	_Atomic uint64_t preempt_signals;   /* ... and sent the signal */
 	_Atomic uint64_t preempt_async;     /* the handler found a safe point */
 	_Atomic uint64_t preempt_refused;   /* the handler found an unsafe one */

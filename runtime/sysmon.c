@@ -36,6 +36,8 @@ typedef struct pstate {
 	uint32_t switchtick;
 	int64_t switchwhen;
 	int64_t firstask;   /* when preemption was first asked for this slice */
+	int64_t cpuwhen;    /* stalled(): when cpu was read in this slice; -1 done */
+	uint64_t cpu;       /* the CPU time of the P's OS thread then */
 } pstate;
 
 static pstate *pd;
@@ -379,6 +381,43 @@ static void sigwatch_init(void)
 
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
 static bool waiting;   /* every P busy and Gs queued: look again in 500 µs */
+static bool watching;  /* stalled() is timing an OS thread: look again in 50 µs */
+
+#define STALL_NS (50 * 1000)
+
+/* Whether the G running on pp, with Gs waiting for a P, may sit in the
+ * kernel without bobbin knowing: its OS thread used under an eighth of the
+ * CPU time between two looks STALL_NS or more apart. A system call made by
+ * the program's own instruction (libgomp waits on futexes so), not through
+ * an interposed function, held its P that way until the slice ended. If
+ * the thread does sleep in the kernel (not just wait for a CPU), its P is
+ * let go as for a system call (bb_check_stuck); the G goes on without one
+ * until its next call into bobbin. Once per slice. */
+static bool stalled(bb_p *pp, pstate *ps, int64_t now)
+{
+	if (ps->cpuwhen < 0)
+		return false;
+	if (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0) {
+		ps->cpuwhen = 0;
+		return false;
+	}
+	bb_m *m = pp->m; /* racy: only its tid is read, and Ms are never freed */
+	if (m == NULL || m->tid <= 0)
+		return false;
+	watching = true;
+	uint64_t c = bb_thread_cpu_ns(m->tid);
+	if (ps->cpuwhen == 0 || now - ps->cpuwhen < STALL_NS) {
+		if (ps->cpuwhen == 0) {
+			ps->cpuwhen = now;
+			ps->cpu = c;
+		}
+		return false;
+	}
+	bool idle = c != 0 && c - ps->cpu < (uint64_t)(now - ps->cpuwhen) / 8;
+	ps->cpuwhen = idle ? -1 : now;
+	ps->cpu = c;
+	return idle;
+}
 
 /* The time slice of the G running on pp. BOBBIN_TIMESLICE (10 ms, as Go)
  * while nobody waits for it; a tenth of that (at least 1 ms) when every P
@@ -399,7 +438,7 @@ static int64_t slice_for(bb_p *pp)
 static int retake(int64_t now)
 {
 	int n = 0;
-	repreempt = waiting = false;
+	repreempt = waiting = watching = false;
 	/* the process's only thread is never preempted: no other thread
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are
@@ -419,6 +458,11 @@ static int retake(int64_t now)
 				pd[i].switchtick = t;
 				pd[i].switchwhen = now;
 				pd[i].firstask = 0;
+				pd[i].cpuwhen = 0;
+			} else if (stalled(pp, &pd[i], now)) {
+				atomic_fetch_add_explicit(&bb_stats_.preempt_stalled, 1,
+							  memory_order_relaxed);
+				bb_check_stuck(pp); /* if it sleeps there ('S', 'D') */
 			} else if (pd[i].switchwhen + slice_for(pp) <= now) {
 				if (pd[i].firstask == 0)
 					pd[i].firstask = now;
@@ -493,6 +537,8 @@ static void *sysmon(void *arg)
 			delay = 1000;
 		if (waiting && delay > 500)
 			delay = 500;
+		if (watching && delay > STALL_NS / 1000)
+			delay = STALL_NS / 1000;
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);

@@ -48,6 +48,7 @@ static void print_stats(void)
 		  "  netpoll wake-ups         %llu\n"
 		  "  timer fires              %llu\n"
 		  "  preemptions requested    %llu\n"
+		  "  of them, stalled in kernel %llu (a system call bobbin did not see)\n"
 		  "  preempt signals sent     %llu\n"
 		  "  preempted at signal      %llu\n"
 		  "  refused (unsafe point)   %llu\n"
@@ -62,6 +63,7 @@ static void print_stats(void)
 		  (unsigned long long)atomic_load(&st->netpoll_ready),
 		  (unsigned long long)atomic_load(&st->timer_fires),
 		  (unsigned long long)atomic_load(&st->preempt_requested),
+		  (unsigned long long)atomic_load(&st->preempt_stalled),
 		  (unsigned long long)atomic_load(&st->preempt_signals),
 		  (unsigned long long)atomic_load(&st->preempt_async),
 		  (unsigned long long)atomic_load(&st->preempt_refused),
