@@ -38,6 +38,7 @@ typedef struct pstate {
 	int64_t firstask;   /* when preemption was first asked for this slice */
 	int64_t cpuwhen;    /* stalled(): when cpu was read in this slice; -1 done */
 	uint64_t cpu;       /* the CPU time of the P's OS thread then */
+	int64_t window;     /* how long to wait before the next look */
 } pstate;
 
 static pstate *pd;
@@ -381,42 +382,57 @@ static void sigwatch_init(void)
 
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
 static bool waiting;   /* every P busy and Gs queued: look again in 500 µs */
-static bool watching;  /* stalled() is timing an OS thread: look again in 50 µs */
+static int64_t watch_ns; /* stalled() looks again this soon (INT64_MAX: none) */
 
-#define STALL_NS (50 * 1000)
+#define STALL_NS (50 * 1000)       /* the first window */
+#define STALL_MAX_NS (1000 * 1000) /* windows double up to this while it computes */
 
-/* Whether the G running on pp, with Gs waiting for a P, may sit in the
- * kernel without bobbin knowing: its OS thread used under an eighth of the
- * CPU time between two looks STALL_NS or more apart. A system call made by
- * the program's own instruction (libgomp waits on futexes so), not through
- * an interposed function, held its P that way until the slice ended. If
- * the thread does sleep in the kernel (not just wait for a CPU), its P is
- * let go as for a system call (bb_check_stuck); the G goes on without one
- * until its next call into bobbin. Once per slice. */
+static void watch_in(int64_t ns)
+{
+	if (ns < watch_ns)
+		watch_ns = ns;
+}
+
+/* Whether the G running on pp, with Gs waiting for a P (queued, or due on
+ * its timers), may sit in the kernel without bobbin knowing: its OS thread
+ * used under an eighth of the CPU time between two looks STALL_NS or more
+ * apart. A system call made by the program's own instruction (libgomp
+ * waits on futexes so), not through an interposed function, held its P
+ * that way until the slice ended. If the thread does sleep in the kernel
+ * (not just wait for a CPU), its P is let go as for a system call
+ * (bb_check_stuck); the G goes on without one until its next call into
+ * bobbin. Once per slice. */
 static bool stalled(bb_p *pp, pstate *ps, int64_t now)
 {
 	if (ps->cpuwhen < 0)
 		return false;
-	if (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0) {
+	/* waiting for it: Gs in a run queue, or a due timer of its own */
+	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_relaxed);
+	if (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0 &&
+	    (t0 == 0 || t0 > now)) {
 		ps->cpuwhen = 0;
 		return false;
 	}
 	bb_m *m = pp->m; /* racy: only its tid is read, and Ms are never freed */
 	if (m == NULL || m->tid <= 0)
 		return false;
-	watching = true;
-	uint64_t c = bb_thread_cpu_ns(m->tid);
-	if (ps->cpuwhen == 0 || now - ps->cpuwhen < STALL_NS) {
-		if (ps->cpuwhen == 0) {
-			ps->cpuwhen = now;
-			ps->cpu = c;
-		}
+	if (ps->cpuwhen != 0 && now - ps->cpuwhen < ps->window) {
+		watch_in(ps->window - (now - ps->cpuwhen));
 		return false;
 	}
-	bool idle = c != 0 && c - ps->cpu < (uint64_t)(now - ps->cpuwhen) / 8;
-	ps->cpuwhen = idle ? -1 : now;
+	uint64_t c = bb_thread_cpu_ns(m->tid);
+	if (ps->cpuwhen != 0 && c != 0 && c - ps->cpu < (uint64_t)(now - ps->cpuwhen) / 8) {
+		ps->cpuwhen = -1;
+		return true;
+	}
+	/* a first look, or it computes: look again after a window twice as
+	 * long (a G that computes for its whole slice costs a few looks) */
+	ps->window = ps->cpuwhen == 0 ? STALL_NS
+				      : (ps->window * 2 < STALL_MAX_NS ? ps->window * 2 : STALL_MAX_NS);
+	ps->cpuwhen = now;
 	ps->cpu = c;
-	return idle;
+	watch_in(ps->window);
+	return false;
 }
 
 /* The time slice of the G running on pp. BOBBIN_TIMESLICE (10 ms, as Go)
@@ -438,7 +454,8 @@ static int64_t slice_for(bb_p *pp)
 static int retake(int64_t now)
 {
 	int n = 0;
-	repreempt = waiting = watching = false;
+	repreempt = waiting = false;
+	watch_ns = INT64_MAX;
 	/* the process's only thread is never preempted: no other thread
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are
@@ -537,8 +554,8 @@ static void *sysmon(void *arg)
 			delay = 1000;
 		if (waiting && delay > 500)
 			delay = 500;
-		if (watching && delay > STALL_NS / 1000)
-			delay = STALL_NS / 1000;
+		if (watch_ns != INT64_MAX && delay > watch_ns / 1000)
+			delay = watch_ns / 1000 > 20 ? watch_ns / 1000 : 20;
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
