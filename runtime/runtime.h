@@ -116,6 +116,11 @@ struct bb_g {
 	bb_ctx ctx;           /* owner: whoever runs or switches this G */
 	uint32_t magic;       /* BB_G_MAGIC while the G struct is live */
 	_Atomic uint32_t status; /* CAS transitions, see bb_casgstatus */
+	/* kernel state another thread set for it while it had no OS thread
+	 * of its own (identity.c; BB_KP_*): its next schedule() locks it to
+	 * that M and applies it (bb_adopt_kstate). Next to status: every
+	 * direct switch reads it. Under lock, also read bare */
+	_Atomic uint32_t kpending;
 	uint64_t goid;        /* set at creation, immutable until freed */
 	bb_m *m;              /* the M running it, while Grunning */
 	bb_g *schedlink;      /* run queue / free list link: owned by that list */
@@ -148,10 +153,7 @@ struct bb_g {
 	char name[16];
 	int schedpolicy;     /* stored and reported, as NPTL's attr */
 	int schedprio;
-	/* kernel state another thread set for it while it had no OS thread
-	 * of its own (identity.c): its next schedule() locks it to that M and
-	 * applies it (bb_adopt_kstate). Under lock, kpending also read bare */
-	_Atomic uint32_t kpending; /* BB_KP_* */
+	/* the state kpending says is kept (under lock) */
 	void *kaff;                /* affinity mask asked for (BB_KAFF_MAX bytes, malloc'ed) */
 	size_t kaffsize;           /* its size; 0: none asked for */
 
