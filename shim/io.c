@@ -346,6 +346,38 @@ static ssize_t c_recvfrom(ioreq *r, bool nowait)
 			      r->addr, r->addrlen);
 }
 
+/* MSG_WAITALL on a stream socket: the kernel's call waits for the whole
+ * length (or end of file, an error, a signal, a time-out), but bobbin's
+ * attempts add MSG_DONTWAIT, which makes it give what is there. After a
+ * first part of n bytes, whether the rest is owed. */
+static bool waitall_owes(int fd, int flags, ssize_t n, size_t len)
+{
+	if (!(flags & MSG_WAITALL) || (flags & MSG_PEEK) || n <= 0 || (size_t)n >= len)
+		return false;
+	int type = 0;
+	socklen_t tl = sizeof type;
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM;
+}
+
+/* the rest of a MSG_WAITALL read, part by part as the kernel's would:
+ * what arrived when it stops early (end of file, error, signal) */
+static ssize_t waitall_rest(ioreq *r, ssize_t got)
+{
+	int saved = errno;
+	char *base = r->buf;
+	size_t len = r->len;
+	while ((size_t)got < len) {
+		r->buf = base + got;
+		r->len = len - (size_t)got;
+		ssize_t k = do_io(r);
+		if (k <= 0)
+			break;
+		got += k;
+	}
+	errno = saved;
+	return got;
+}
+
 BB_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
 			   socklen_t *addrlen)
 {
@@ -353,12 +385,62 @@ BB_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
 		return REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvfrom, .buf = buf, .len = len,
 		   .flags = flags, .addr = addr, .addrlen = addrlen};
-	return do_io(&r);
+	ssize_t n = do_io(&r);
+	if (__builtin_expect(flags & MSG_WAITALL, 0) && waitall_owes(fd, flags, n, len))
+		n = waitall_rest(&r, n);
+	return n;
 }
 
 BB_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	return recvfrom(fd, buf, len, flags, NULL, NULL);
+}
+
+/* The bytes of msg's iovec: its total length. */
+static size_t iov_total(const struct msghdr *msg)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < msg->msg_iovlen; i++)
+		len += msg->msg_iov[i].iov_len;
+	return len;
+}
+
+/* The rest of a stream transfer whose first part moved done bytes of
+ * msg's iovec: each remaining piece goes to part(fd, p, n, flags), a whole
+ * read or write, until one comes back short (end of file, an error, a
+ * signal). Returns the bytes moved in all; errno as before. */
+static ssize_t iov_rest(int fd, const struct msghdr *msg, size_t done, int flags,
+			ssize_t (*part)(int, void *, size_t, int))
+{
+	int saved = errno;
+	size_t skip = done;
+	for (size_t i = 0; i < msg->msg_iovlen; i++) {
+		size_t n = msg->msg_iov[i].iov_len;
+		if (skip >= n) {
+			skip -= n;
+			continue;
+		}
+		ssize_t k = part(fd, (char *)msg->msg_iov[i].iov_base + skip, n - skip, flags);
+		if (k > 0)
+			done += (size_t)k;
+		if (k < (ssize_t)(n - skip))
+			break;
+		skip = 0;
+	}
+	errno = saved;
+	return (ssize_t)done;
+}
+
+static ssize_t waitall_part(int fd, void *p, size_t n, int flags)
+{
+	ioreq piece = {.fd = fd, .mode = RD, .call = c_recvfrom, .buf = p, .len = n,
+		       .flags = flags};
+	return waitall_rest(&piece, 0);
+}
+
+static ssize_t send_part(int fd, void *p, size_t n, int flags)
+{
+	return sendto(fd, p, n, flags, NULL, 0);
 }
 
 static ssize_t c_recvmsg(ioreq *r, bool nowait)
@@ -371,7 +453,14 @@ BB_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	if (flags & MSG_DONTWAIT)
 		return REAL(recvmsg)(fd, msg, flags);
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmsg, .msg = msg, .flags = flags};
-	return do_io(&r);
+	ssize_t n = do_io(&r);
+	if (__builtin_expect(!(flags & MSG_WAITALL), 1) || n <= 0 ||
+	    !waitall_owes(fd, flags, n, iov_total(msg)))
+		return n;
+	/* the rest into what the iovec has left, one piece at a time (no
+	 * ancillary data or address with it: the kernel gives those with the
+	 * first part) */
+	return iov_rest(fd, msg, (size_t)n, flags, waitall_part);
 }
 
 static ssize_t c_sendto(ioreq *r, bool nowait)
@@ -400,15 +489,27 @@ static ssize_t c_sendmsg(ioreq *r, bool nowait)
 	return REAL(sendmsg)(r->fd, r->msg, r->flags | (nowait ? MSG_DONTWAIT : 0));
 }
 
-/* sendmsg is not made whole after a partial send (its ancillary data must
- * go once): a stream socket may return short, which POSIX allows */
+/* A blocking sendmsg on a stream socket sends everything, as the kernel's
+ * does; bobbin's attempts add MSG_DONTWAIT, with which the kernel sends
+ * what fits. After a short first part (which carried the ancillary data,
+ * once, as the kernel's first part does), the rest of the iovec goes with
+ * plain sends, each made whole (do_write_all). */
 BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	if (flags & MSG_DONTWAIT)
 		return REAL(sendmsg)(fd, msg, flags);
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmsg, .msg = (struct msghdr *)msg,
 		   .flags = flags};
-	return do_io(&r);
+	ssize_t n = do_io(&r);
+	if (n <= 0 || !bb_on_g())
+		return n;
+	bb_pd *pd = bb_pd_peek(fd);
+	int type = 0;
+	socklen_t tl = sizeof type;
+	if ((size_t)n >= iov_total(msg) || pd == NULL || BB_PD_UNB(pd) || pd->kind != BB_FD_SOCKET ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)
+		return n;
+	return iov_rest(fd, msg, (size_t)n, flags, send_part);
 }
 
 /* accept: on a socket bobbin made non-blocking, accept4 until it stops
@@ -575,6 +676,37 @@ static void *next(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
 }
+
+/* preadv2/pwritev2 at the current position (-1) with no flags are readv and
+ * writev (glibc's call its internal ones, out of interposition's reach: a
+ * pipe's read or write then held its OS thread in the kernel, and a
+ * preemption signal could cut a write short that natively is whole);
+ * anything else is the call itself, inside entersyscall */
+#define V2_CALL(name, vname)                                                            \
+	BB_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt, off_t off, int flags) \
+	{                                                                               \
+		static ssize_t (*real)(int, const struct iovec *, int, off_t, int);      \
+		if (real == NULL)                                                       \
+			real = (ssize_t(*)(int, const struct iovec *, int, off_t, int))next(#name); \
+		if (off == -1 && flags == 0)                                            \
+			return vname(fd, iov, cnt);                                     \
+		if (!bb_on_g())                                                         \
+			return real(fd, iov, cnt, off, flags);                          \
+		bb_entersyscall();                                                      \
+		ssize_t n = real(fd, iov, cnt, off, flags);                             \
+		int e = errno;                                                          \
+		bb_exitsyscall();                                                       \
+		errno = e;                                                              \
+		return n;                                                               \
+	}
+
+V2_CALL(preadv2, readv)
+V2_CALL(pwritev2, writev)
+
+BB_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+	__attribute__((alias("preadv2")));
+BB_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+	__attribute__((alias("pwritev2")));
 
 /* out is a socket: a socket bobbin made non-blocking waits for room on the
  * netpoller; any other out fd blocks inside entersyscall */
