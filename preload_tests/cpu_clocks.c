@@ -32,13 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROBE_NAME "cpu_clocks"
+#include "probe.h"
+
 enum { NSPIN = 3, NIDLE = 2, NTHR = NSPIN + NIDLE };
 enum { SPIN_MS = 40, IDLE_MAX_MS = 20 };
 
 static pthread_barrier_t met, done;
-static int failures;
-static pthread_mutex_t report = PTHREAD_MUTEX_INITIALIZER;
-
 static double ms_of(clockid_t c)
 {
     struct timespec t;
@@ -56,15 +56,8 @@ static double rusage_ms(void)
            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
-static void check(int ok, const char *what, double value)
-{
-    pthread_mutex_lock(&report);
-    if (!ok) {
-        printf("FAIL: %s (%.3f ms)\n", what, value);
-        failures++;
-    }
-    pthread_mutex_unlock(&report);
-}
+/* a failed check says which and the value it saw */
+#define check(ok, what, value) CHECK(ok, "%s (%.3f ms)", what, (double)(value))
 
 static void spin_own(double ms)
 {
@@ -97,17 +90,9 @@ static void *idler(void *arg)
     return NULL;
 }
 
-static void on_alarm(int sig)
-{
-    static const char msg[] = "cpu_clocks: watchdog: hung\n";
-    (void)sig;
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(1);
-}
-
 int main(void)
 {
-    signal(SIGALRM, on_alarm);
+    signal(SIGALRM, on_alarm); /* probe.h's watchdog */
     alarm(60);
     pthread_barrier_init(&met, NULL, NTHR + 1);
     pthread_barrier_init(&done, NULL, NTHR + 1);
@@ -159,6 +144,6 @@ int main(void)
     r = clock_gettime(c[0], &ts);
     printf("clock of a joined thread: %d %s\n", r, r ? strerror(errno) : "(read)");
 
-    printf("%s\n", failures ? "cpu_clocks: FAILED" : "cpu_clocks: every thread's CPU clock is its own");
-    return failures != 0;
+    printf("cpu_clocks: done\n");
+    return probe_exit("cpu_clocks");
 }

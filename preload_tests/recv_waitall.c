@@ -100,10 +100,7 @@ int main(void)
     pthread_join(t, NULL);
     printf("recvmsg MSG_WAITALL of 2+4: %zd '%.2s' '%.4s'\n", r, a, b);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1; /* no SA_RESTART */
-    sigaction(SIGUSR1, &sa, NULL);
+    probe_on_signal(SIGUSR1, on_usr1, 0); /* no SA_RESTART */
     REQUIRE(pthread_create(&t, NULL, drip_then_kick, "12345") == 0, "pthread_create");
     r = recv(sv[0], buf, 40, MSG_WAITALL);
     int e = errno;

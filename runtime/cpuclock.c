@@ -160,17 +160,10 @@ clockid_t bb_cpuclock_id(const bb_g *gp)
 	return (clockid_t)((~id << 3) | 6);
 }
 
-struct by_goid {
-	uint32_t low;
-	bb_g *found;
-};
-
-static void match_goid(bb_g *gp, void *arg)
+/* its clock's goid bits, of a G that has not ended */
+static bool clock_is(const bb_g *gp, uint64_t low)
 {
-	struct by_goid *b = arg;
-	if (b->found == NULL && ((uint32_t)gp->goid & GREEN_CLOCK_MASK) == b->low &&
-	    atomic_load(&gp->status) != Gdead && !gp->exited)
-		b->found = gp;
+	return ((uint32_t)gp->goid & GREEN_CLOCK_MASK) == low && !gp->exited;
 }
 
 /* The G whose per-thread CPU clock clk is, if it is one bb_cpuclock_id
@@ -186,9 +179,7 @@ bb_g *bb_cpuclock_g(clockid_t clk, bool *ours)
 	if ((id & ~GREEN_CLOCK_MASK) != GREEN_CLOCK_TAG)
 		return NULL;
 	*ours = true;
-	struct by_goid b = {id & GREEN_CLOCK_MASK, NULL};
-	bb_allgs_each(match_goid, &b);
-	return b.found;
+	return bb_g_find(clock_is, id & GREEN_CLOCK_MASK);
 }
 
 /* fork child: the forking G is the child's only thread, whose CPU clock

@@ -57,26 +57,38 @@ void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg)
 	bb_lock_release(&allglock);
 }
 
-struct by_tid {
-	int tid;
+struct find {
+	bool (*match)(const bb_g *, uint64_t);
+	uint64_t key;
 	bb_g *found;
 };
 
-static void match_tid(bb_g *gp, void *arg)
+static void find_one(bb_g *gp, void *arg)
 {
-	struct by_tid *b = arg;
-	if (b->found == NULL && gp->tcb && atomic_load(&gp->status) != Gdead &&
-	    bb_g_tid(gp) == b->tid)
-		b->found = gp;
+	struct find *f = arg;
+	if (f->found == NULL && gp->tcb && atomic_load(&gp->status) != Gdead && f->match(gp, f->key))
+		f->found = gp;
+}
+
+/* The first live G (not dead, a TCB) that match says is key's, or NULL: a
+ * scan, for the rare calls that name a thread by a number. */
+bb_g *bb_g_find(bool (*match)(const bb_g *, uint64_t), uint64_t key)
+{
+	struct find f = {match, key, NULL};
+	bb_allgs_each(find_one, &f);
+	return f.found;
+}
+
+static bool tid_is(const bb_g *gp, uint64_t tid)
+{
+	return bb_g_tid((bb_g *)gp) == (int)tid;
 }
 
 /* The live G whose thread id (the one glibc and gettid see) is tid, or
- * NULL: a scan, for the rare calls that name a thread by its id. */
+ * NULL. */
 bb_g *bb_g_by_tid(int tid)
 {
-	struct by_tid b = {tid, NULL};
-	bb_allgs_each(match_tid, &b);
-	return b.found;
+	return bb_g_find(tid_is, (uint64_t)(uint32_t)tid);
 }
 
 /* fork child: only the forking G lives on */

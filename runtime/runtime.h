@@ -371,6 +371,7 @@ void bb_notesleep(bb_note *n);
 void bb_notewakeup(bb_note *n);
 static inline void bb_noteclear(bb_note *n) { atomic_store_explicit(&n->key, 0, memory_order_relaxed); }
 long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts);
+extern int (*bb_clock_gettime)(clockid_t, struct timespec *);
 int64_t bb_nanotime(void);
 int64_t bb_nanotime_coarse(void);
 uint32_t bb_fastrand(void);
@@ -762,6 +763,7 @@ void bb_debug_init(void);
 void bb_debug_signals_init(void);
 void bb_allgs_add(bb_g *gp);
 bb_g *bb_g_by_tid(int tid);
+bb_g *bb_g_find(bool (*match)(const bb_g *, uint64_t), uint64_t key);
 void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg);
 void bb_tls_after_dlopen(void);
 void bb_schedtrace(int64_t since_start_ms);

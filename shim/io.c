@@ -314,6 +314,48 @@ BB_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return do_io(&r);
 }
 
+/* The bytes of an iovec: its total length. */
+static size_t iov_total(const struct iovec *iov, size_t cnt)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < cnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/* The rest of a stream transfer whose first part moved done bytes of the
+ * iovec: each remaining piece goes to part(fd, p, n, flags), a whole read
+ * or write, until one comes back short (end of file, an error, a signal:
+ * what follows must not go out or come in past a gap). Returns the bytes
+ * moved in all; errno as before. */
+static ssize_t iov_rest(int fd, const struct iovec *iov, size_t cnt, size_t done, int flags,
+			ssize_t (*part)(int, void *, size_t, int))
+{
+	int saved = errno;
+	size_t skip = done;
+	for (size_t i = 0; i < cnt; i++) {
+		size_t n = iov[i].iov_len;
+		if (skip >= n) {
+			skip -= n;
+			continue;
+		}
+		ssize_t k = part(fd, (char *)iov[i].iov_base + skip, n - skip, flags);
+		if (k > 0)
+			done += (size_t)k;
+		if (k < (ssize_t)(n - skip))
+			break;
+		skip = 0;
+	}
+	errno = saved;
+	return (ssize_t)done;
+}
+
+static ssize_t write_part(int fd, void *p, size_t n, int flags)
+{
+	(void)flags;
+	return write(fd, p, n);
+}
+
 /* writev is whole too: after a partial write the rest goes out as writes
  * of the remaining pieces */
 BB_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -325,19 +367,7 @@ BB_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	bb_pd *pd = bb_pd_peek(fd);
 	if (pd == NULL || BB_PD_UNB(pd) || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
 		return n;
-	size_t done = (size_t)n, skip = (size_t)n;
-	for (int i = 0; i < iovcnt; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		ssize_t k = write(fd, (char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
-		if (k < 0)
-			return (ssize_t)done;
-		done += (size_t)k;
-		skip = 0;
-	}
-	return (ssize_t)done;
+	return iov_rest(fd, iov, (size_t)iovcnt, (size_t)n, 0, write_part);
 }
 
 static ssize_t c_recvfrom(ioreq *r, bool nowait)
@@ -396,41 +426,6 @@ BB_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	return recvfrom(fd, buf, len, flags, NULL, NULL);
 }
 
-/* The bytes of msg's iovec: its total length. */
-static size_t iov_total(const struct msghdr *msg)
-{
-	size_t len = 0;
-	for (size_t i = 0; i < msg->msg_iovlen; i++)
-		len += msg->msg_iov[i].iov_len;
-	return len;
-}
-
-/* The rest of a stream transfer whose first part moved done bytes of
- * msg's iovec: each remaining piece goes to part(fd, p, n, flags), a whole
- * read or write, until one comes back short (end of file, an error, a
- * signal). Returns the bytes moved in all; errno as before. */
-static ssize_t iov_rest(int fd, const struct msghdr *msg, size_t done, int flags,
-			ssize_t (*part)(int, void *, size_t, int))
-{
-	int saved = errno;
-	size_t skip = done;
-	for (size_t i = 0; i < msg->msg_iovlen; i++) {
-		size_t n = msg->msg_iov[i].iov_len;
-		if (skip >= n) {
-			skip -= n;
-			continue;
-		}
-		ssize_t k = part(fd, (char *)msg->msg_iov[i].iov_base + skip, n - skip, flags);
-		if (k > 0)
-			done += (size_t)k;
-		if (k < (ssize_t)(n - skip))
-			break;
-		skip = 0;
-	}
-	errno = saved;
-	return (ssize_t)done;
-}
-
 static ssize_t waitall_part(int fd, void *p, size_t n, int flags)
 {
 	ioreq piece = {.fd = fd, .mode = RD, .call = c_recvfrom, .buf = p, .len = n,
@@ -455,12 +450,12 @@ BB_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmsg, .msg = msg, .flags = flags};
 	ssize_t n = do_io(&r);
 	if (__builtin_expect(!(flags & MSG_WAITALL), 1) || n <= 0 ||
-	    !waitall_owes(fd, flags, n, iov_total(msg)))
+	    !waitall_owes(fd, flags, n, iov_total(msg->msg_iov, msg->msg_iovlen)))
 		return n;
 	/* the rest into what the iovec has left, one piece at a time (no
 	 * ancillary data or address with it: the kernel gives those with the
 	 * first part) */
-	return iov_rest(fd, msg, (size_t)n, flags, waitall_part);
+	return iov_rest(fd, msg->msg_iov, msg->msg_iovlen, (size_t)n, flags, waitall_part);
 }
 
 static ssize_t c_sendto(ioreq *r, bool nowait)
@@ -506,10 +501,10 @@ BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	bb_pd *pd = bb_pd_peek(fd);
 	int type = 0;
 	socklen_t tl = sizeof type;
-	if ((size_t)n >= iov_total(msg) || pd == NULL || BB_PD_UNB(pd) || pd->kind != BB_FD_SOCKET ||
+	if ((size_t)n >= iov_total(msg->msg_iov, msg->msg_iovlen) || pd == NULL || BB_PD_UNB(pd) || pd->kind != BB_FD_SOCKET ||
 	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)
 		return n;
-	return iov_rest(fd, msg, (size_t)n, flags, send_part);
+	return iov_rest(fd, msg->msg_iov, msg->msg_iovlen, (size_t)n, flags, send_part);
 }
 
 /* accept: on a socket bobbin made non-blocking, accept4 until it stops

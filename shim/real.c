@@ -40,6 +40,7 @@ int bb_real_init(void)
 	RESOLVE(nanosleep);
 	RESOLVE(clock_nanosleep);
 	RESOLVE(clock_gettime);
+	bb_clock_gettime = bb_real.clock_gettime;
 	RESOLVE(clock_getres);
 	RESOLVE(pthread_getcpuclockid);
 	RESOLVE(usleep);
