@@ -1,6 +1,6 @@
 /*
- * bb_call_as(a0, a1, fn, gadget) — call fn(a0, a1) with `gadget` as the
- * return address fn sees.
+ * bb_call_as(a0, a1, a2, fn, gadget) — call fn(a0, a1, a2) with `gadget`
+ * as the return address fn sees.
  *
  * glibc's dlopen takes its own return address to find the calling object
  * (whose RUNPATH, $ORIGIN and namespace the search uses). Called from
@@ -8,6 +8,10 @@
  * of a `ret` byte inside the caller's own object: fn returns to it, and
  * that ret pops the address of label 1 below, back here. The stack is laid
  * out as for an ordinary call (rsp = 8 mod 16 at fn's entry).
+ *
+ * dl_iterate_phdr lists only the namespace of its caller's object, so the
+ * same trick, with a `ret` inside an object that dlmopen loaded, lists that
+ * object's namespace.
  */
 	.text
 	.globl	bb_call_as
@@ -21,9 +25,9 @@ bb_call_as:
 	leaq	1f(%rip), %rax
 	pushq	%rax                    /* where the gadget's ret goes */
 	.cfi_adjust_cfa_offset 8
-	pushq	%rcx                    /* fn's return address: the gadget */
+	pushq	%r8                     /* fn's return address: the gadget */
 	.cfi_adjust_cfa_offset 8
-	jmp	*%rdx
+	jmp	*%rcx
 1:
 	.cfi_adjust_cfa_offset -16
 	addq	$16, %rsp

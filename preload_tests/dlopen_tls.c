@@ -17,6 +17,14 @@
  * is shared. All of them are alive at once (a final barrier), so their
  * addresses must be pairwise distinct, and differ from main's, whose own
  * copies must still hold the image at the end.
+ * Each thread also calls the module's libc (errno of a failed open, strerror's
+ * message through the locale). Then NCHURN threads are created and joined one
+ * at a time after the others ended (their TLS blocks are reused): each must see
+ * the image again and leave its own values behind for the next.
+ *
+ * With the argument "newlm" the module is loaded with dlmopen(LM_ID_NEWLM)
+ * into a namespace of its own, where it brings its own libc.so: that libc's
+ * errno and locale pointer are static TLS too, which every thread needs.
  * A watchdog (alarm) turns a hang into exit 1, naming the phase.
  */
 #include <dlfcn.h>
@@ -35,7 +43,7 @@
 
 #include "probe.h"
 
-enum { NOLD = 16, NNEW = 16, NALL = NOLD + NNEW, STEPS = 20 };
+enum { NOLD = 16, NNEW = 16, NALL = NOLD + NNEW, STEPS = 20, NCHURN = 40 };
 
 static const char *volatile current_phase = "start";
 
@@ -52,6 +60,22 @@ static void on_alarm(int sig)
 
 static int *(*mod_val)(void);
 static const char *(*mod_buf)(void);
+static int (*mod_errno)(void);
+static const char *(*mod_strerror)(int);
+static char want_msg[128]; /* the message for ENOENT */
+static const char *prog = "dlopen_tls";
+
+/* the module's libc works on this thread: its errno and its message */
+static int libc_works(const char *who, int id)
+{
+    int e = mod_errno();
+    const char *m = mod_strerror(ENOENT);
+    if (e == ENOENT && m != NULL && strcmp(m, want_msg) == 0)
+        return 1;
+    fprintf(stderr, "%s %d: module's libc: errno %d, message \"%.63s\"\n", who, id, e,
+            m ? m : "(null)");
+    return 0;
+}
 
 static pthread_barrier_t started;   /* NOLD + main: the old threads exist */
 static pthread_barrier_t released;  /* NALL + main: the module is loaded */
@@ -78,7 +102,8 @@ static void *thread_main(void *arg)
     char *b = (char *)mod_buf();
     val_addr[id] = v;
     buf_addr[id] = b;
-    atomic_store(&saw_image[id], *v == 42 && strcmp(b, "image") == 0);
+    atomic_store(&saw_image[id], *v == 42 && strcmp(b, "image") == 0 &&
+                                     libc_works("thread", id));
     if (*v != 42 || strcmp(b, "image") != 0)
         fprintf(stderr, "thread %d (%s): first read tls_val=%d tls_buf=\"%.63s\"\n", id,
                 id < NOLD ? "old" : "new", *v, b);
@@ -103,9 +128,30 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-int main(void)
+/* one of the threads made after the others ended: the image again, then
+ * values of its own for the next one to find reset */
+static void *churn_main(void *arg)
+{
+    int id = (int)(uintptr_t)arg;
+    int ok = *mod_val() == 42 && strcmp(mod_buf(), "image") == 0;
+    if (!ok)
+        fprintf(stderr, "churn thread %d: first read tls_val=%d tls_buf=\"%.63s\"\n", id,
+                *mod_val(), mod_buf());
+    ok &= libc_works("churn thread", id);
+    *mod_val() = -id;
+    snprintf((char *)mod_buf(), 64, "churn %d", id);
+    sched_yield();
+    ok &= *mod_val() == -id;
+    return (void *)(uintptr_t)ok;
+}
+
+int main(int argc, char **argv)
 {
     pthread_t th[NALL];
+    int newlm = argc > 1 && strcmp(argv[1], "newlm") == 0;
+    if (newlm)
+        prog = "dlmopen_tls";
+    snprintf(want_msg, sizeof want_msg, "%s", strerror(ENOENT));
     char exe[PATH_MAX], path[PATH_MAX + 64];
 
     signal(SIGALRM, on_alarm);
@@ -128,16 +174,24 @@ int main(void)
     pthread_barrier_wait(&started);
     usleep(10 * 1000); /* let them park on `released` */
 
-    current_phase = "dlopen";
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    REQUIRE(h != NULL, "dlopen %s: %s", path, dlerror());
+    current_phase = newlm ? "dlmopen" : "dlopen";
+    void *h = newlm ? dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL)
+                    : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h != NULL, "%s %s: %s", current_phase, path, dlerror());
     *(void **)&mod_val = dlsym(h, "mod_val");
     *(void **)&mod_buf = dlsym(h, "mod_buf");
-    REQUIRE(mod_val && mod_buf, "dlsym: %s", dlerror());
+    *(void **)&mod_errno = dlsym(h, "mod_errno");
+    *(void **)&mod_strerror = dlsym(h, "mod_strerror");
+    REQUIRE(mod_val && mod_buf && mod_errno && mod_strerror, "dlsym: %s", dlerror());
+    if (newlm) {
+        Lmid_t ns = LM_ID_BASE;
+        REQUIRE(dlinfo(h, RTLD_DI_LMID, &ns) == 0 && ns != LM_ID_BASE,
+                "the module is not in a namespace of its own");
+    }
 
     int *main_v = mod_val();
     const char *main_b = mod_buf();
-    int main_image = *main_v == 42 && strcmp(main_b, "image") == 0;
+    int main_image = *main_v == 42 && strcmp(main_b, "image") == 0 && libc_works("main", 0);
     CHECK(main_image, "main: first read tls_val=%d tls_buf=\"%.63s\"", *main_v, main_b);
 
     current_phase = "starting the new threads";
@@ -174,15 +228,30 @@ int main(void)
         if (ok)
             *(i < NOLD ? &old_ok : &new_ok) += 1;
     }
+    current_phase = "churn";
+    alarm(50);
+    int churn_ok = 0;
+    for (int i = 0; i < NCHURN; i++) {
+        pthread_t t;
+        void *r = NULL;
+        REQUIRE(pthread_create(&t, NULL, churn_main, (void *)(uintptr_t)i) == 0, "create");
+        REQUIRE(pthread_join(t, &r) == 0, "join");
+        churn_ok += r != NULL;
+    }
+    alarm(0);
+    CHECK(churn_ok == NCHURN, "%d of %d threads made after the others ended saw the image "
+          "and a working libc", churn_ok, NCHURN);
+
     int main_kept = *mod_val() == 42 && strcmp(mod_buf(), "image") == 0 &&
                     mod_val() == main_v;
     CHECK(main_kept, "main's copy changed: tls_val=%d tls_buf=\"%.63s\"", *mod_val(),
           mod_buf());
 
-    printf("dlopen_tls: %d old + %d new threads saw the initial image and private "
-           "copies: %s\n", NOLD, NNEW,
+    printf("%s: %d old + %d new threads saw the initial image and private "
+           "copies: %s\n", prog, NOLD, NNEW,
            old_ok == NOLD && new_ok == NNEW && private && main_image && main_kept ? "yes"
                                                                                  : "no");
+    printf("%s: %d later threads saw it again: %d\n", prog, NCHURN, churn_ok);
     dlclose(h);
-    return probe_exit("dlopen_tls");
+    return probe_exit(prog);
 }

@@ -322,7 +322,8 @@ void bb_tcb_on_g_exit(bb_g *gp)
 /* ---- dlopen of a module with static TLS ----
  *
  * A module loaded by dlopen that uses the initial-exec TLS model gets a
- * slot in the static TLS area; glibc then copies its initial image into
+ * slot in the static TLS area (so does every libc.so a dlmopen loads into a
+ * new namespace: its errno, locale and malloc state); glibc then copies its initial image into
  * that slot of every thread it knows (its thread lists: the Ms, the
  * initial thread), not into the Gs' blocks. So after each dlopen
  * (shim/dl.c) the new modules are looked at: a static one's image is
@@ -399,11 +400,20 @@ static void fill_g(bb_g *gp, void *arg)
 	}
 }
 
-void bb_tls_after_dlopen(void)
+void bb_dl_iterate(const void *ns_gadget, int (*cb)(struct dl_phdr_info *, size_t, void *),
+		   void *data)
+{
+	if (ns_gadget)
+		bb_call_as((const void *)cb, data, NULL, (const void *)dl_iterate_phdr, ns_gadget);
+	else
+		dl_iterate_phdr(cb, data);
+}
+
+void bb_tls_after_dlopen(const void *ns_gadget)
 {
 	bb_lock_acquire(&modslock);
 	struct newmods nm = {bb_getfsbase(), atomic_load(&nmods)};
-	dl_iterate_phdr(scan_new, &nm);
+	bb_dl_iterate(ns_gadget, scan_new, &nm);
 	struct fillmods f = {nm.first, atomic_load(&nmods), (void *)nm.tp};
 	if (f.last > f.first)
 		bb_allgs_each(fill_g, &f);

@@ -151,12 +151,12 @@ static bool safe_pc(uintptr_t pc)
 }
 
 /* a dlopen just loaded objects: learn their code (shim/dl.c) */
-void bb_preempt_after_dlopen(void)
+void bb_preempt_after_dlopen(const void *ns_gadget)
 {
 	if (!bb_async_preempt)
 		return;
 	bb_lock_acquire(&rangelock);
-	dl_iterate_phdr(add_ranges, selfbase);
+	bb_dl_iterate(ns_gadget, add_ranges, selfbase);
 	bb_lock_release(&rangelock);
 }
 

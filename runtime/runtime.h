@@ -638,7 +638,7 @@ extern bool bb_async_preempt;
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;
 void bb_preempt_init(void);
-void bb_preempt_after_dlopen(void);
+void bb_preempt_after_dlopen(const void *ns_gadget);
 void bb_preemptone(bb_p *pp);
 void bb_check_stuck(bb_p *pp);
 char bb_thread_state(pid_t tid);
@@ -765,7 +765,15 @@ void bb_allgs_add(bb_g *gp);
 bb_g *bb_g_by_tid(int tid);
 bb_g *bb_g_find(bool (*match)(const bb_g *, uint64_t), uint64_t key);
 void bb_allgs_each(void (*fn)(bb_g *, void *), void *arg);
-void bb_tls_after_dlopen(void);
+void bb_tls_after_dlopen(const void *ns_gadget);
+/* fn(a0, a1, a2) seeing gadget (a `ret` byte) as its return address (asm/) */
+long bb_call_as(const void *a0, const void *a1, const void *a2, const void *fn,
+		const void *gadget);
+struct dl_phdr_info;
+/* dl_iterate_phdr over the caller's namespace (ns_gadget NULL) or over the
+ * namespace of the object holding ns_gadget */
+void bb_dl_iterate(const void *ns_gadget, int (*cb)(struct dl_phdr_info *, size_t, void *),
+		   void *data);
 void bb_schedtrace(int64_t since_start_ms);
 void bb_dump_all(const char *why);
 bool bb_deadlock_suspect(void);
