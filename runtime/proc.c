@@ -1248,6 +1248,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->name[0] = '\0';
 	gp->waitreason = waitReasonZero;
 	gp->detached = attr->detached;
+	gp->c11 = attr->c11;
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	/* as clone copies the mask, or the one pthread_attr_setsigmask_np gave */
 	gp->sigmask = attr->sigmask ? *attr->sigmask & ~BB_GLIBC_SIGNALS : mp->curg->sigmask;

@@ -147,6 +147,7 @@ struct bb_g {
 	bool detached;
 	bool exited;         /* finished, waiting for a joiner (a zombie) */
 	bool is_main;        /* G1: original stack and TCB, never recycled */
+	bool c11;            /* made by thrd_create: fn returns an int */
 	bool joined;         /* someone is joining, a second join is EINVAL */
 	bb_g *joiner;
 
@@ -441,6 +442,7 @@ typedef struct bb_gattr {
 	size_t affsize;
 	int schedpolicy, schedprio; /* stored and reported */
 	bool sched_apply;           /* and taken by its own OS thread (kpending) */
+	bool c11;                   /* fn is a C11 thread's int (*)(void *) */
 } bb_gattr;
 bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err);
 bool bb_gosched(void); /* false: nothing else to run, no switch */

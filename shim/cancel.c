@@ -141,6 +141,8 @@ void *bb_run_with_landing_pad(bb_g *gp)
 		*(void **)(tcb + OFF_CLEANUP) = NULL;
 		*(void **)(tcb + OFF_CLEANUP_JMP_BUF) = &ub;
 		g->exit_called = false;
+		if (g->c11) /* as NPTL: the int, through uintptr_t */
+			return (void *)(uintptr_t)((int (*)(void *))(void *)g->fn)(g->arg);
 		return g->fn(g->arg);
 	}
 	/* glibc unwound the stack: pthread_exit or cancellation */

@@ -69,6 +69,15 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 {
 	if (!bb_on_g())
 		return REAL(pthread_create)(th, attr, fn, arg);
+	return bb_thread_create(th, attr, fn, arg, false,
+				(uintptr_t)__builtin_return_address(0));
+}
+
+/* pthread_create on a G; c11: fn is a C11 thread's int (*)(void *)
+ * (thrd_create, c11threads.c); pc: the caller, for dumps */
+int bb_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		     bool c11, uintptr_t pc)
+{
 	pthread_attr_t def;
 	const pthread_attr_t *a = attr;
 	if (a == NULL) {
@@ -79,7 +88,8 @@ BB_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 			.stacksize = atomic_load_explicit(&default_stacksize, memory_order_relaxed),
 			.guardsize = atomic_load_explicit(&default_guardsize, memory_order_relaxed),
 			.handle = (void **)th,
-			.createpc = (uintptr_t)__builtin_return_address(0),
+			.createpc = pc,
+			.c11 = c11,
 		};
 		if (ba.stacksize == 0) {
 			if (bb_real.pthread_getattr_default_np(&def) != 0)
@@ -142,7 +152,8 @@ from_attr:;
 		.guardsize = guard,
 		.detached = detach == PTHREAD_CREATE_DETACHED,
 		.handle = (void **)th,
-		.createpc = (uintptr_t)__builtin_return_address(0),
+		.createpc = pc,
+		.c11 = c11,
 		.sigmask = has_mask ? &mask64 : NULL,
 		.affinity = has_cpus ? &cpus : NULL,
 		.affsize = sizeof cpus,

@@ -91,6 +91,10 @@ typedef struct bb_real_fns {
 extern bb_real_fns bb_real;
 int bb_real_init(void);
 
+/* pthread_create on a G (pthread_thread.c); c11: thrd_create's int-returning fn */
+int bb_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		     bool c11, uintptr_t pc);
+
 /* the real function; resolves the table first if a constructor that ran
  * before bobbin's calls in (bobbin is not active then) */
 #define REAL(name) (__builtin_expect(bb_real.name != NULL, 1) ? bb_real.name : (bb_real_init(), bb_real.name))
