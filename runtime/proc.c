@@ -23,6 +23,7 @@
 
 #include <linux/futex.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 bb_p **bb_allp;
@@ -1017,10 +1019,11 @@ static bb_g *gfget(bb_p *pp)
 
 /* A dead G goes back to the caller's P. Its TCB stays with it; a stack that
  * is not of the default size is unmapped now. */
-void bb_gfree(bb_g *gp)
+/* a dead, joined or detached G made ready for reuse; false: main's, kept */
+static bool g_recycle(bb_g *gp)
 {
 	if (gp->is_main)
-		return;
+		return false;
 	if (gp->user_stack || gp->stack_mapsize != bb_default_stacksize() + 4096) {
 		if (!gp->user_stack)
 			bb_stackfree(gp);
@@ -1029,13 +1032,31 @@ void bb_gfree(bb_g *gp)
 		gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
 	}
 	gp->joiner = NULL;
-	gp->exited = gp->joined = false;
+	gp->exited = gp->joined = gp->fjoin = false;
+	atomic_store_explicit(&gp->exitword, 0, memory_order_relaxed);
 	/* until bb_newproc reuses it, the dead G answers a join or a detach
 	 * with EINVAL, as NPTL's cached descriptor of a detached or joined
 	 * thread does (a join would otherwise wait for an exit long past) */
 	gp->detached = true;
-	bb_m *mp = bb_getm();
-	gfput(mp->p, gp);
+	return true;
+}
+
+void bb_gfree(bb_g *gp)
+{
+	if (g_recycle(gp))
+		gfput(bb_getm()->p, gp);
+}
+
+/* from a thread that may have no P: onto the global list */
+static void gfree_global(bb_g *gp)
+{
+	if (!g_recycle(gp))
+		return;
+	bb_lock_acquire(&bb_sched_.gflock);
+	gp->schedlink = bb_sched_.gfree;
+	bb_sched_.gfree = gp;
+	bb_sched_.ngfree++;
+	bb_lock_release(&bb_sched_.gflock);
 }
 
 /* ---- creating and ending Gs ---- */
@@ -1075,9 +1096,11 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 	bb_lock_acquire(&gp->lock);
 	bb_casgstatus(gp, Grunning, Gdead);
 	bb_g *joiner = NULL;
-	bool detached = gp->detached;
+	bool detached = gp->detached, fjoin = false;
 	if (!detached) {
 		gp->exited = true;
+		atomic_store_explicit(&gp->exitword, 1, memory_order_release);
+		fjoin = gp->fjoin;
 		joiner = gp->joiner;
 		gp->joiner = NULL; /* a timed joiner's timer must not ready it too */
 	}
@@ -1086,6 +1109,8 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 		bb_gfree(gp);
 	else if (joiner)
 		bb_goready_tail(joiner);
+	else if (fjoin) /* gp may be reused by now: then a spurious wake-up */
+		bb_futex(&gp->exitword, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 	return was_locked;
 }
 
@@ -1471,7 +1496,7 @@ void bb_interrupt(bb_g *gp, int why)
 }
 
 /* 0, or EINVAL if already detached; a finished G is freed at once */
-int bb_gdetach(bb_g *gp)
+static int gdetach(bb_g *gp, void (*gfree)(bb_g *))
 {
 	bb_lock_acquire(&gp->lock);
 	if (gp->detached || gp->joined) {
@@ -1482,7 +1507,70 @@ int bb_gdetach(bb_g *gp)
 	bool done = gp->exited;
 	bb_lock_release(&gp->lock);
 	if (done)
-		bb_gfree(gp);
+		gfree(gp);
+	return 0;
+}
+
+int bb_gdetach(bb_g *gp)
+{
+	return gdetach(gp, bb_gfree);
+}
+
+int bb_gdetach_foreign(bb_g *gp)
+{
+	return gdetach(gp, gfree_global);
+}
+
+/* A joiner that is not a running G (a thread bobbin did not make, such as
+ * glibc's SIGEV_THREAD helper running a callback; a G on a coroutine's
+ * stack) waits on gp->exitword in the kernel, g_dead waking it; NPTL's own
+ * join would wait for a kernel tid that a G never has. deadline: monotonic
+ * (bb_nanotime), for BB_JOIN_TIMED. */
+int bb_gjoin_foreign(bb_g *gp, void **result, int mode, int64_t deadline)
+{
+	bb_lock_acquire(&gp->lock);
+	int err = 0;
+	if (mode == BB_JOIN_TRY && !gp->exited)
+		err = EBUSY; /* NPTL: "still running" first */
+	else if (gp->detached || (!gp->exited && gp->joined))
+		err = EINVAL;
+	if (err) {
+		bb_lock_release(&gp->lock);
+		return err;
+	}
+	if (!gp->exited) {
+		gp->joined = true;
+		gp->fjoin = true;
+		bb_lock_release(&gp->lock);
+		while (atomic_load_explicit(&gp->exitword, memory_order_acquire) == 0) {
+			struct timespec rel, *ts = NULL;
+			if (mode == BB_JOIN_TIMED) {
+				int64_t left = deadline - bb_nanotime();
+				if (left <= 0)
+					break;
+				rel.tv_sec = left / 1000000000;
+				rel.tv_nsec = left % 1000000000;
+				ts = &rel;
+			}
+			/* libc's syscall(), not bobbin's interposer: a wait whose pc
+			 * is not in bobbin lets sysmon take the P from this M if it
+			 * is one (a G on a coroutine's stack), as for any unseen wait */
+			static long (*libc_syscall)(long, ...);
+			if (libc_syscall == NULL)
+				libc_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+			libc_syscall(SYS_futex, &gp->exitword, FUTEX_WAIT_PRIVATE, 0, ts, NULL, 0);
+		}
+		bb_lock_acquire(&gp->lock);
+		if (!gp->exited) { /* timed out */
+			gp->joined = gp->fjoin = false;
+			bb_lock_release(&gp->lock);
+			return ETIMEDOUT;
+		}
+	}
+	if (result)
+		*result = gp->result;
+	bb_lock_release(&gp->lock);
+	gfree_global(gp);
 	return 0;
 }
 

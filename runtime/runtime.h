@@ -150,6 +150,8 @@ struct bb_g {
 	bool c11;            /* made by thrd_create: fn returns an int */
 	bool joined;         /* someone is joining, a second join is EINVAL */
 	bb_g *joiner;
+	bool fjoin;          /* the joiner is no running G: it waits on exitword */
+	_Atomic uint32_t exitword; /* 1 once exited (a futex for such a joiner) */
 
 	char name[16];
 	int schedpolicy;     /* stored and reported, as NPTL's attr */
@@ -468,6 +470,10 @@ static inline bool bb_alone(void)
 enum { BB_JOIN_BLOCK, BB_JOIN_TRY, BB_JOIN_TIMED };
 int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline);
 int bb_gdetach(bb_g *gp);
+/* join or detach gp from a thread that is not running a G (one bobbin did
+ * not make, a G on a coroutine's stack): waits in the kernel */
+int bb_gjoin_foreign(bb_g *gp, void **result, int mode, int64_t deadline);
+int bb_gdetach_foreign(bb_g *gp);
 void bb_gmain(bb_g *gp);
 void bb_wakep(void);
 void bb_pidleput(bb_p *pp);               /* sched.lock held */

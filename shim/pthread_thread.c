@@ -167,14 +167,6 @@ from_attr:;
 	return bb_newproc(fn, arg, &ba, &err) ? 0 : err;
 }
 
-static bb_g *joinable(pthread_t th, int *err)
-{
-	bb_g *gp = bb_g_of(th);
-	if (gp == NULL)
-		*err = ESRCH;
-	return gp;
-}
-
 /* a blocking or timed join (mode), a cancellation point: never EINTR */
 static int join_waiting(bb_g *gp, void **ret, int mode, int64_t deadline)
 {
@@ -192,65 +184,81 @@ static int join_waiting(bb_g *gp, void **ret, int mode, int64_t deadline)
 	}
 }
 
-BB_EXPORT int pthread_join(pthread_t th, void **ret)
+/* A green thread joined by a thread that is not running one: a thread
+ * bobbin did not make (glibc's SIGEV_THREAD helper running a callback), a
+ * G on a coroutine's stack. NPTL's join would wait for a kernel tid that a
+ * G never has: it waits in the kernel on the G's exit word instead. */
+static int foreign_join(bb_g *gp, void **ret, int mode, int64_t deadline)
 {
-	if (!bb_on_g())
-		return REAL(pthread_join)(th, ret);
-	int err;
-	bb_g *gp = joinable(th, &err);
-	if (gp == NULL)
-		return err;
-	return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
+	if (mode != BB_JOIN_TRY)
+		pthread_testcancel(); /* a cancellation point, before it waits */
+	return bb_gjoin_foreign(gp, ret, mode, deadline);
 }
 
-BB_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
+/* One join of th: mode BB_JOIN_BLOCK, _TRY, or _TIMED until abstime on
+ * clock. A thread that is not a G (made by NPTL: from a coroutine's stack,
+ * by a callback of glibc's) is joined by NPTL, inside entersyscall when a G
+ * waits for it. */
+static int join(pthread_t th, void **ret, int mode, clockid_t clock,
+		const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_tryjoin_np)(th, ret);
-	int err;
-	bb_g *gp = joinable(th, &err);
-	return gp ? bb_gjoin(gp, ret, BB_JOIN_TRY, 0) : err;
-}
-
-BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
-				   const struct timespec *abstime)
-{
-	if (!bb_on_g())
-		return REAL(pthread_clockjoin_np)(th, ret, clock, abstime);
-	int err;
-	bb_g *gp = joinable(th, &err);
-	if (gp == NULL)
-		return err;
+	bool on_g = bb_on_g();
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL) {
+		if (mode == BB_JOIN_TRY)
+			return REAL(pthread_tryjoin_np)(th, ret);
+		if (!on_g)
+			return REAL(pthread_clockjoin_np)(th, ret, clock, abstime);
+		return BB_IN_SYSCALL(int, REAL(pthread_clockjoin_np)(th, ret, clock, abstime), true);
+	}
+	if (mode == BB_JOIN_TRY)
+		return on_g ? bb_gjoin(gp, ret, BB_JOIN_TRY, 0) : foreign_join(gp, ret, mode, 0);
+	int (*wait)(bb_g *, void **, int, int64_t) = on_g ? join_waiting : foreign_join;
 	if (abstime == NULL)
-		return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
+		return wait(gp, ret, BB_JOIN_BLOCK, 0);
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
 	/* NPTL's join loops while its futex wait fails with anything but
 	 * ETIMEDOUT: a time with tv_nsec out of range waits, untimed, for the
 	 * thread to end (and joins one that has ended) */
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000)
-		return join_waiting(gp, ret, BB_JOIN_BLOCK, 0);
+		return wait(gp, ret, BB_JOIN_BLOCK, 0);
 	/* the deadline, moved onto the monotonic clock the runtime's timers use */
 	struct timespec now;
 	clock_gettime(clock, &now);
 	int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 +
 		       (abstime->tv_nsec - now.tv_nsec);
-	return join_waiting(gp, ret, BB_JOIN_TIMED, bb_nanotime() + left);
+	return wait(gp, ret, BB_JOIN_TIMED, bb_nanotime() + left);
+}
+
+BB_EXPORT int pthread_join(pthread_t th, void **ret)
+{
+	return join(th, ret, BB_JOIN_BLOCK, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_tryjoin_np(pthread_t th, void **ret)
+{
+	return join(th, ret, BB_JOIN_TRY, CLOCK_REALTIME, NULL);
+}
+
+BB_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clock,
+				   const struct timespec *abstime)
+{
+	return join(th, ret, BB_JOIN_TIMED, clock, abstime);
 }
 
 BB_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_timedjoin_np)(th, ret, abstime);
-	return pthread_clockjoin_np(th, ret, CLOCK_REALTIME, abstime);
+	return join(th, ret, BB_JOIN_TIMED, CLOCK_REALTIME, abstime);
 }
 
+/* a G from any thread; NPTL's thread by NPTL */
 BB_EXPORT int pthread_detach(pthread_t th)
 {
-	if (!bb_on_g())
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	if (gp == NULL)
 		return REAL(pthread_detach)(th);
-	bb_g *gp = bb_g_of(th);
-	return gp ? bb_gdetach(gp) : ESRCH;
+	return bb_on_g() ? bb_gdetach(gp) : bb_gdetach_foreign(gp);
 }
 
 /* pthread_exit unwinds the thread's stack as NPTL's does, so C++

@@ -1,0 +1,162 @@
+/* foreign_join — threads joined and detached across the line between green
+ * threads and threads bobbin did not make.
+ *
+ * glibc runs a SIGEV_THREAD timer's callback on a helper thread of its own,
+ * which bobbin did not make; a thread that callback creates is NPTL's too,
+ * and so is one created from a makecontext coroutine's stack (bobbin runs
+ * calls made off a thread's own stack as natively). Under bobbin before
+ * 2026-11-25 the callback's pthread_join of a green thread waited for ever
+ * (NPTL's join waits for a kernel tid a green thread never has), its
+ * pthread_detach was lost, and a green thread's join of an NPTL thread
+ * answered ESRCH.
+ *
+ * 1. From the callback: tryjoin of a running green thread (EBUSY), a timed
+ *    join that times out, then a join with its value; a detach, and a
+ *    second detach of the same thread answers EINVAL.
+ * 2. The callback creates two NPTL threads: green main joins one (value)
+ *    and detaches the other; tryjoin while it runs is EBUSY.
+ * 3. A green thread's coroutine joins another green thread and creates a
+ *    thread, which the green thread joins after switching back.
+ * A watchdog names the part that hangs.
+ */
+#define PROBE_NAME "foreign_join"
+#include "probe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static sem_t cb_done, release_b, release_n2;
+static pthread_t ga, gb, gd, n1, n2;
+static int r_try, r_timed, r_join, r_detach, r_detach2;
+static long v_join;
+
+static void *value_after(void *arg)
+{
+    usleep(20 * 1000);
+    return arg;
+}
+
+static void *wait_release(void *arg)
+{
+    sem_wait(arg == (void *)1 ? &release_b : &release_n2);
+    return arg;
+}
+
+static void *short_life(void *arg)
+{
+    return arg;
+}
+
+static void callback(union sigval sv)
+{
+    (void)sv;
+    void *r = NULL;
+    r_try = pthread_tryjoin_np(gb, &r);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_nsec += 5 * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    r_timed = pthread_timedjoin_np(gb, &r, &dl);
+    sem_post(&release_b);
+    r_join = pthread_join(ga, &r);
+    v_join = (long)(intptr_t)r;
+    r_detach = pthread_detach(gd);
+    r_detach2 = pthread_detach(gd);
+    /* part 2: threads of NPTL's, made here */
+    REQUIRE(pthread_create(&n1, NULL, value_after, (void *)(intptr_t)21) == 0, "create n1");
+    REQUIRE(pthread_create(&n2, NULL, wait_release, (void *)(intptr_t)2) == 0, "create n2");
+    sem_post(&cb_done);
+}
+
+/* part 3 */
+static ucontext_t back, coro;
+static pthread_t c_target, c_made;
+static long c_val;
+static int c_join;
+
+static void coroutine(void)
+{
+    void *r = NULL;
+    c_join = pthread_join(c_target, &r);
+    c_val = (long)(intptr_t)r;
+    REQUIRE(pthread_create(&c_made, NULL, value_after, (void *)(intptr_t)33) == 0, "create");
+}
+
+static void *coroutine_owner(void *arg)
+{
+    (void)arg;
+    static char stack[256 * 1024];
+    getcontext(&coro);
+    coro.uc_stack.ss_sp = stack;
+    coro.uc_stack.ss_size = sizeof stack;
+    coro.uc_link = &back;
+    makecontext(&coro, coroutine, 0);
+    swapcontext(&back, &coro);
+    void *r = NULL;
+    int j = pthread_join(c_made, &r);
+    return (void *)(intptr_t)(j == 0 ? (long)(intptr_t)r : -j);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    signal(SIGALRM, on_alarm);
+    alarm(30);
+    sem_init(&cb_done, 0, 0);
+    sem_init(&release_b, 0, 0);
+    sem_init(&release_n2, 0, 0);
+
+    current_probe = "1: a callback joins and detaches green threads";
+    REQUIRE(pthread_create(&ga, NULL, value_after, (void *)(intptr_t)11) == 0, "create");
+    REQUIRE(pthread_create(&gb, NULL, wait_release, (void *)(intptr_t)1) == 0, "create");
+    REQUIRE(pthread_create(&gd, NULL, short_life, (void *)(intptr_t)4) == 0, "create");
+    struct sigevent se;
+    memset(&se, 0, sizeof se);
+    se.sigev_notify = SIGEV_THREAD;
+    se.sigev_notify_function = callback;
+    timer_t tm;
+    REQUIRE(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
+    struct itimerspec its = {{0, 0}, {0, 1000000}};
+    timer_settime(tm, 0, &its, NULL);
+    sem_wait(&cb_done);
+    timer_delete(tm);
+    printf("1: tryjoin %s, timed join %s, join %d value %ld, detach %d, again %s\n",
+           r_try == EBUSY ? "EBUSY" : strerror(r_try),
+           r_timed == ETIMEDOUT ? "ETIMEDOUT" : strerror(r_timed), r_join, v_join, r_detach,
+           r_detach2 == EINVAL ? "EINVAL" : strerror(r_detach2));
+    void *r = NULL;
+    int jb = pthread_join(gb, &r);
+    printf("1: the waiting one joined here: %d value %ld\n", jb, (long)(intptr_t)r);
+
+    current_probe = "2: green main joins the callback's threads";
+    r = NULL;
+    int j1 = pthread_join(n1, &r);
+    printf("2: join %d value %ld\n", j1, (long)(intptr_t)r);
+    int t2 = pthread_tryjoin_np(n2, NULL);
+    sem_post(&release_n2);
+    r = NULL;
+    int j2 = pthread_join(n2, &r);
+    printf("2: tryjoin while it waits %s, then join %d value %ld\n",
+           t2 == EBUSY ? "EBUSY" : strerror(t2), j2, (long)(intptr_t)r);
+
+    current_probe = "3: a coroutine joins and creates";
+    REQUIRE(pthread_create(&c_target, NULL, value_after, (void *)(intptr_t)7) == 0, "create");
+    pthread_t owner;
+    REQUIRE(pthread_create(&owner, NULL, coroutine_owner, NULL) == 0, "create");
+    r = NULL;
+    pthread_join(owner, &r);
+    printf("3: coroutine's join %d value %ld; its thread joined by the owner: %ld\n", c_join,
+           c_val, (long)(intptr_t)r);
+    alarm(0);
+    return probe_exit("foreign_join");
+}
