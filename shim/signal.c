@@ -8,6 +8,8 @@
  */
 #include "shim.h"
 
+#include <setjmp.h>
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -84,6 +86,80 @@ BB_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 		return -1;
 	}
 	return 0;
+}
+
+/* siglongjmp (and longjmp, the same function in glibc) to a sigsetjmp
+ * buffer that saved the mask puts that mask back with glibc's internal
+ * sigprocmask, which bobbin does not see: out of a handler (the classic
+ * alarm-and-jump time-out) the thread's mask in bobbin then kept the
+ * handler's, the signal blocked, and the next alarm never came. The mask
+ * is set here first, as the thread's; glibc's then sets the same one. */
+typedef void (*longjmp_fn)(struct __jmp_buf_tag *, int);
+
+/* the stack pointer a jmp_buf goes back to: glibc keeps it mangled with
+ * the pointer guard (xor, then rotated left by 17) */
+static uintptr_t jump_target_sp(const struct __jmp_buf_tag *env)
+{
+	uintptr_t guard, v = (uintptr_t)env[0].__jmpbuf[6]; /* JB_RSP */
+	__asm__("movq %%fs:0x30, %0" : "=r"(guard));      /* header.pointer_guard */
+	return ((v >> 17) | (v << 47)) ^ guard;
+}
+
+/* A jump out of a handler that the kernel ran over bobbin's own code
+ * leaves that code for good, with the state it would have put back: the
+ * handler's frame that marks the M (sigframe_fp), and a blocking call
+ * made inside entersyscall (the classic alarm-and-jump time-out around a
+ * read: the G stayed in Gsyscall, and its next calls ran as a foreign
+ * thread's, a socket read answering EAGAIN). Only when the jump goes back
+ * above that frame on the G's own stack. */
+static void leave_handler(struct __jmp_buf_tag *env)
+{
+	if (!bb_active || !bb_tls_m || bb_getgsbase() == 0)
+		return;
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	uintptr_t sp = jump_target_sp(env);
+	if (gp == NULL || mp->sigframe_fp == 0 || sp < gp->stack_lo || sp >= gp->stack_hi ||
+	    sp <= mp->sigframe_fp || !bb_sig_native_live(mp, gp, (uintptr_t)__builtin_frame_address(0)))
+		return;
+	mp->sigframe_fp = mp->sigframe_ra = 0;
+	if (atomic_load(&gp->status) == Gsyscall && gp->m == mp) {
+		gp->in_cancel_call = false;
+		bb_exitsyscall(); /* may continue on another M */
+	}
+}
+
+__attribute__((noreturn)) static void jump_with_mask(struct __jmp_buf_tag *env, int val,
+						    longjmp_fn *real, const char *name)
+{
+	if (*real == NULL)
+		*real = (longjmp_fn)dlsym(RTLD_NEXT, name);
+	leave_handler(env);
+	if (env[0].__mask_was_saved && bb_on_g()) {
+		change(SIG_SETMASK, (const sigset_t *)&env[0].__saved_mask, NULL);
+		BB_RT_UNMARK(bb_getg()); /* this frame is left for good */
+	}
+	(*real)(env, val);
+	__builtin_unreachable();
+}
+
+BB_EXPORT void siglongjmp(sigjmp_buf env, int val)
+{
+	static longjmp_fn real;
+	jump_with_mask(env, val, &real, "siglongjmp");
+}
+
+BB_EXPORT void longjmp(jmp_buf env, int val)
+{
+	static longjmp_fn real;
+	jump_with_mask(env, val, &real, "longjmp");
+}
+
+/* what _FORTIFY_SOURCE makes of both */
+BB_EXPORT void __longjmp_chk(jmp_buf env, int val)
+{
+	static longjmp_fn real;
+	jump_with_mask(env, val, &real, "__longjmp_chk");
 }
 
 /* ---- signals sent to one thread ----
