@@ -5,8 +5,12 @@
  * Arguments are checked as the kernel checks them (EINVAL for a negative
  * time or tv_nsec outside [0, 1e9)). Absolute sleeps on CLOCK_REALTIME are
  * converted to the monotonic clock when they start: a wall-clock jump during
- * the sleep is not followed (README, known limits). CPU-time clocks go to the
- * real call.
+ * the sleep is not followed (README, known limits). A sleep on a CPU-time
+ * clock (the process's, another process's, another thread's, a green
+ * thread's included) parks too, in rounds: each sleeps as long as the
+ * clock needs at the least to get there (the time left, divided by the CPUs
+ * for a process clock) and reads the clock again. Other clocks go to the
+ * kernel inside entersyscall.
  */
 #include "shim.h"
 
@@ -97,6 +101,52 @@ BB_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
 	return 0;
 }
 
+/* clock_nanosleep on a CPU-time clock. The kernel's call would sleep in
+ * the kernel, holding the P, and a preemption signal to its OS thread cut
+ * it short with EINTR; a green thread's clock it does not know at all. */
+static int cpu_sleep(clockid_t clock, int flags, const struct timespec *req,
+		     struct timespec *rem)
+{
+	bool per_thread = clock == CLOCK_THREAD_CPUTIME_ID || (clock < 0 && (clock & 4));
+	clockid_t own;
+	/* the caller's own thread clock: the kernel's EINVAL */
+	if (per_thread && (clock == CLOCK_THREAD_CPUTIME_ID || (~(clock >> 3)) == 0 ||
+			   (pthread_getcpuclockid(pthread_self(), &own) == 0 && own == clock)))
+		return EINVAL;
+	if (!ts_valid(req))
+		return EINVAL;
+	struct timespec now;
+	if (clock_gettime(clock, &now) != 0)
+		return EINVAL;
+	int64_t target = ts_ns(req);
+	if (!(flags & TIMER_ABSTIME))
+		target = target > INT64_MAX - ts_ns(&now) ? INT64_MAX : target + ts_ns(&now);
+	long cpus = per_thread ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1)
+		cpus = 1;
+	for (;;) {
+		if (clock_gettime(clock, &now) != 0)
+			return EINVAL; /* its thread or process is gone */
+		int64_t left = target - ts_ns(&now);
+		if (left <= 0) {
+			bb_testcancel();
+			return 0;
+		}
+		int64_t wall = left / cpus;
+		if (sleep_until(deadline_after(wall < 20000 ? 20000 : wall))) {
+			if (rem && !(flags & TIMER_ABSTIME)) {
+				clock_gettime(clock, &now);
+				left = target - ts_ns(&now);
+				if (left < 0)
+					left = 0;
+				rem->tv_sec = left / 1000000000;
+				rem->tv_nsec = left % 1000000000;
+			}
+			return EINTR;
+		}
+	}
+}
+
 BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
 			      struct timespec *rem)
 {
@@ -110,8 +160,12 @@ BB_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 		break;
 	case CLOCK_THREAD_CPUTIME_ID:
 		return EINVAL; /* as the kernel answers */
+	case CLOCK_PROCESS_CPUTIME_ID:
+		return cpu_sleep(clock, flags, req, rem);
 	default:
-		return REAL(clock_nanosleep)(clock, flags, req, rem);
+		if (clock < 0) /* another process's or thread's CPU clock */
+			return cpu_sleep(clock, flags, req, rem);
+		return BB_IN_SYSCALL(int, REAL(clock_nanosleep)(clock, flags, req, rem), true);
 	}
 	if (!ts_valid(req)) /* negative seconds too, absolute or not: the kernel's */
 		return EINVAL;
