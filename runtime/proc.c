@@ -1017,9 +1017,9 @@ static bb_g *gfget(bb_p *pp)
 	return gp;
 }
 
-/* A dead G goes back to the caller's P. Its TCB stays with it; a stack that
- * is not of the default size is unmapped now. */
-/* a dead, joined or detached G made ready for reuse; false: main's, kept */
+/* A dead, joined or detached G made ready for reuse. Its TCB stays with
+ * it; a stack that is not of the default size is unmapped now. false:
+ * main's, kept. */
 static bool g_recycle(bb_g *gp)
 {
 	if (gp->is_main)
@@ -1041,6 +1041,7 @@ static bool g_recycle(bb_g *gp)
 	return true;
 }
 
+/* a dead G goes back to the caller's P */
 void bb_gfree(bb_g *gp)
 {
 	if (g_recycle(gp))
