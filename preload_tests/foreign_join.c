@@ -17,6 +17,13 @@
  *    and detaches the other; tryjoin while it runs is EBUSY.
  * 3. A green thread's coroutine joins another green thread and creates a
  *    thread, which the green thread joins after switching back.
+ * 4. The callback forks: the child creates and joins a thread and exits 7;
+ *    a second child execs true. (Such a thread has the gs base of the M it
+ *    was cloned from: bobbin's fork handler took it for that M and crashed
+ *    the child with SIGSEGV.)
+ * 5. As root: setresgid while a callback waits reaches every thread,
+ *    the callback's too (bobbin's SIGSETXID wrapper ran glibc's handler on
+ *    that M's TCB instead of the callback thread's own: setresgid hung).
  * A watchdog names the part that hangs.
  */
 #define PROBE_NAME "foreign_join"
@@ -27,7 +34,9 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -54,6 +63,67 @@ static void *short_life(void *arg)
     return arg;
 }
 
+/* part 4: a fork from the callback's thread */
+static int fork_status[2] = {-1, -1};
+
+static void fork_from_callback(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        pthread_t t;
+        void *r = NULL;
+        if (pthread_create(&t, NULL, value_after, (void *)(intptr_t)7) != 0)
+            _exit(1);
+        pthread_join(t, &r);
+        _exit((int)(intptr_t)r);
+    }
+    int st = 0;
+    if (p > 0 && waitpid(p, &st, 0) == p)
+        fork_status[0] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    p = fork();
+    if (p == 0) {
+        execlp("true", "true", (char *)NULL);
+        _exit(99);
+    }
+    if (p > 0 && waitpid(p, &st, 0) == p)
+        fork_status[1] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* part 5: every thread's real and effective gid */
+static int all_gids(gid_t want)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int ok = d != NULL;
+    char path[300], line[256];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* ended meanwhile */
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "Gid:", 4) == 0) {
+                unsigned r, ef;
+                ok &= sscanf(line + 4, "%u %u", &r, &ef) == 2 && r == want && ef == want;
+            }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return ok;
+}
+
+static sem_t in_waiting_cb, release_cb;
+
+static void waiting_callback(union sigval sv)
+{
+    (void)sv;
+    sem_post(&in_waiting_cb);
+    sem_wait(&release_cb);
+}
+
 static void callback(union sigval sv)
 {
     (void)sv;
@@ -75,6 +145,7 @@ static void callback(union sigval sv)
     /* part 2: threads of NPTL's, made here */
     REQUIRE(pthread_create(&n1, NULL, value_after, (void *)(intptr_t)21) == 0, "create n1");
     REQUIRE(pthread_create(&n2, NULL, wait_release, (void *)(intptr_t)2) == 0, "create n2");
+    fork_from_callback();
     sem_post(&cb_done);
 }
 
@@ -157,6 +228,28 @@ int main(void)
     pthread_join(owner, &r);
     printf("3: coroutine's join %d value %ld; its thread joined by the owner: %ld\n", c_join,
            c_val, (long)(intptr_t)r);
+    printf("4: the callback's fork: child %d, exec'ing child %d\n", fork_status[0],
+           fork_status[1]);
+
+    current_probe = "5: setresgid while a callback waits";
+    if (geteuid() == 0) {
+        sem_init(&in_waiting_cb, 0, 0);
+        sem_init(&release_cb, 0, 0);
+        se.sigev_notify_function = waiting_callback;
+        REQUIRE(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
+        timer_settime(tm, 0, &its, NULL);
+        sem_wait(&in_waiting_cb);
+        int a = setresgid(1, 1, 0);
+        int on = all_gids(1);
+        int b = setresgid(0, 0, 0);
+        int off = all_gids(0);
+        sem_post(&release_cb);
+        timer_delete(tm);
+        printf("5: setresgid %d, every thread's gid 1: %d; back %d, every one 0: %d\n", a, on, b,
+               off);
+    } else {
+        printf("5: not root: setresgid not tried\n");
+    }
     alarm(0);
     return probe_exit("foreign_join");
 }

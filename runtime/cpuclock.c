@@ -105,7 +105,7 @@ bool bb_cpuclock_enable(void)
 		return true;
 	if (bb_cfg.cpuclock == 0)
 		return false;
-	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_m *mp = bb_self_m();
 	bb_g *gp = mp ? mp->curg : NULL;
 	if (gp && mp->cpu_g == NULL) {
 		uint64_t now = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -125,7 +125,7 @@ uint64_t bb_cpuclock_read(bb_g *gp)
 		if (s & 1) {
 			/* a handler that interrupted its own M's update would
 			 * wait for ever: it takes the time before that stint */
-			if (bb_getgsbase() && bb_getm()->cpu_writing)
+			if (bb_self_m() && bb_getm()->cpu_writing)
 				return atomic_load_explicit(&gp->cpu_ns, memory_order_relaxed);
 			__builtin_ia32_pause();
 			continue;
@@ -136,7 +136,7 @@ uint64_t bb_cpuclock_read(bb_g *gp)
 		uint64_t now = 0;
 		if (m) /* Ms are never freed; one that ended fails the read, and
 			  its G was charged off it first: the check below retries */
-			now = bb_getgsbase() && m == bb_getm() ? clock_ns(CLOCK_THREAD_CPUTIME_ID)
+			now = m == bb_self_m() ? clock_ns(CLOCK_THREAD_CPUTIME_ID)
 							       : clock_ns(os_thread_clock(m->tid));
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&gp->cpu_seq, memory_order_relaxed) != s)

@@ -55,9 +55,9 @@ static void parent(void)
 
 static void child(void)
 {
-	if (!bb_active || bb_getgsbase() == 0)
+	bb_m *mp = bb_active ? bb_self_m() : NULL;
+	if (mp == NULL)
 		return;
-	bb_m *mp = bb_getm();
 	bb_p *mine = mp->p;
 	bb_trace_on = false; /* the trace file is the parent's */
 	bb_sema_forkchild();

@@ -92,8 +92,8 @@ static void (*glibc_setxid)(int, siginfo_t *, void *);
 static void setxid_wrapper(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t own = 0;
-	if (bb_getgsbase() != 0) {
-		bb_m *mp = bb_getm();
+	bb_m *mp = bb_self_m();
+	if (mp) {
 		/* M0's own TCB is the initial thread's, which G1 kept */
 		own = (uintptr_t)(mp->id == 0 && bb_main_g ? bb_main_g->tcb : mp->tcb);
 	}

@@ -194,9 +194,9 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
-	if (bb_getgsbase() == 0)
+	bb_m *mp = bb_self_m();
+	if (mp == NULL)
 		return;
-	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	ucontext_t *uc = uctxv;
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];

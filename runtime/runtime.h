@@ -356,10 +356,19 @@ static inline bb_m *bb_getm(void)
  * start. A TLS load, where reading the gs base (rdgsbase) costs ~6 ns. */
 extern __thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
 
-/* gs base of this OS thread, 0 for threads bobbin did not create */
+/* gs base of this OS thread, 0 for threads bobbin did not create (but see
+ * bb_self_m) */
 uintptr_t bb_getgsbase(void);
 void bb_setgsbase(uintptr_t v);
 extern bb_m bb_nom; /* gs of a thread that is not an M but has a G's TLS */
+
+/* The M this OS thread is, or NULL. The gs base alone does not tell: a
+ * thread that glibc makes for itself from an M (a SIGEV_THREAD timer's
+ * helper, POSIX AIO's) gets that M's gs base from clone, which copies it. */
+static inline bb_m *bb_self_m(void)
+{
+	return bb_tls_m && bb_getgsbase() != 0 ? bb_getm() : NULL;
+}
 void bb_setfsbase(uintptr_t v);
 uintptr_t bb_getfsbase(void);
 

@@ -182,7 +182,7 @@ void bb_stackrelease(bb_g *gp)
 static void segv_handler(int sig, siginfo_t *si, void *uctx)
 {
 	uintptr_t addr = (uintptr_t)si->si_addr;
-	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_m *mp = bb_self_m();
 	bb_g *gp = mp ? mp->curg : NULL;
 	if (gp && !gp->is_main && addr < gp->stack_lo && addr + 256 * 1024 >= gp->stack_lo) {
 		bb_printf("bobbin: stack overflow in thread %llu%s%s%s (G%llu): fault at %p, "

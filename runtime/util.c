@@ -99,7 +99,7 @@ void bb_throw(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	bb_m *mp = bb_getgsbase() ? bb_getm() : NULL;
+	bb_m *mp = bb_self_m();
 	bb_g *gp = mp ? mp->curg : NULL;
 	bb_printf("bobbin: fatal error: %s\n  [M%lld P%d G%llu]\n", buf,
 		  mp ? (long long)mp->id : -1LL, mp && mp->p ? mp->p->id : -1,

@@ -114,9 +114,9 @@ static uintptr_t jump_target_sp(const struct __jmp_buf_tag *env)
  * above that frame on the G's own stack. */
 static void leave_handler(struct __jmp_buf_tag *env)
 {
-	if (!bb_active || !bb_tls_m || bb_getgsbase() == 0)
+	bb_m *mp = bb_active ? bb_self_m() : NULL;
+	if (mp == NULL)
 		return;
-	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	uintptr_t sp = jump_target_sp(env);
 	if (gp == NULL || mp->sigframe_fp == 0 || sp < gp->stack_lo || sp >= gp->stack_hi ||
@@ -481,7 +481,7 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	if (a == NULL)
 		return; /* cannot be: set before the action */
 	ucontext_t *uc = ucv;
-	bb_m *mp = bb_active && bb_tls_m && bb_getgsbase() != 0 ? bb_getm() : NULL;
+	bb_m *mp = bb_active ? bb_self_m() : NULL;
 	bb_g *gp = mp ? mp->curg : NULL;
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
 	if (mp) /* owner only: sysmon reads it (runtime/sysmon.c) */
