@@ -388,6 +388,7 @@ static bb_g *direct_next(bb_m *mp, bb_p *pp, bool *inherit)
 		return NULL;
 	bb_g *next = bb_runqget(pp, inherit);
 	if (next && (next->lockedm != NULL || mp->sigmask != strip_ours(g_mask(next)) ||
+		     next->alt_sp != NULL || mp->alt_cur != mp->altstack ||
 		     atomic_load_explicit(&next->kpending, memory_order_relaxed))) {
 		bb_runqput(pp, next, true); /* back in front: it runs next */
 		return NULL;
@@ -419,6 +420,7 @@ __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 	uint64_t mask = g_mask(gp);
 	if (__builtin_expect(mp->sigmask != strip_ours(mask), 0))
 		bb_apply_sigmask(mp, mask);
+	bb_alt_enter(mp, gp);
 	take_g(mp, gp, inherit_time);
 	bb_gogo(&gp->ctx);
 }
@@ -666,6 +668,7 @@ void bb_schedule(void)
 	bb_m *mp = bb_getm();
 	if (mp->p == NULL || mp->curg != NULL)
 		bb_throw("schedule: M without a P, or with a G");
+	bb_alt_leave(mp);
 	if (__builtin_expect(bb_trace_on, 0))
 		bb_trace_slice_end(mp->p);
 	if (mp->lockedg) {
@@ -1275,6 +1278,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->waitreason = waitReasonZero;
 	gp->detached = attr->detached;
 	gp->c11 = attr->c11;
+	gp->alt_sp = NULL; /* a new thread has no alternate stack, as after clone */
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	/* as clone copies the mask, or the one pthread_attr_setsigmask_np gave */
 	gp->sigmask = attr->sigmask ? *attr->sigmask & ~BB_GLIBC_SIGNALS : mp->curg->sigmask;

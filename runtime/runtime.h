@@ -148,6 +148,11 @@ struct bb_g {
 	bool exited;         /* finished, waiting for a joiner (a zombie) */
 	bool is_main;        /* G1: original stack and TCB, never recycled */
 	bool c11;            /* made by thrd_create: fn returns an int */
+	/* its own alternate signal stack (sigaltstack), installed on whatever
+	 * M runs it; NULL: none (the M keeps bobbin's) */
+	void *alt_sp;
+	size_t alt_size;
+	int alt_flags;
 	bool joined;         /* someone is joining, a second join is EINVAL */
 	bb_g *joiner;
 	bool fjoin;          /* the joiner is no running G: it waits on exitword */
@@ -285,6 +290,8 @@ struct bb_m {
 	pid_t tid;                /* kernel tid */
 	uint32_t fastrand[2];
 	void *altstack;           /* sigaltstack for overflow reports */
+	void *alt_cur;            /* the alternate stack the kernel has for it now:
+				     altstack, or its G's own (bb_alt_enter) */
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
 	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
@@ -827,6 +834,21 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
  * compare per switch, a system call only when two Gs differ). An idle M
  * takes the main thread's mask, so a process-directed signal goes where it
  * would natively: blocked by all (a sigwait thread's pattern), or delivered. */
+/* The G's own alternate signal stack on its M, and bobbin's back when it
+ * leaves (stack.c): an M never keeps the alternate stack of a G it does
+ * not run, which that G may free meanwhile (a Rust thread's, at its exit). */
+void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags);
+static inline void bb_alt_enter(bb_m *mp, bb_g *gp)
+{
+	if (__builtin_expect(gp->alt_sp != mp->alt_cur, 0) &&
+	    (gp->alt_sp != NULL || mp->alt_cur != mp->altstack))
+		bb_alt_install(mp, gp->alt_sp, gp->alt_size, gp->alt_flags);
+}
+static inline void bb_alt_leave(bb_m *mp)
+{
+	if (__builtin_expect(mp->alt_cur != mp->altstack, 0))
+		bb_alt_install(mp, NULL, 0, 0);
+}
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */

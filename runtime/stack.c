@@ -206,6 +206,20 @@ static void segv_handler(int sig, siginfo_t *si, void *uctx)
 	signal(SIGSEGV, SIG_DFL);
 }
 
+/* sp NULL: bobbin's own alternate stack of the M (none if it has none) */
+void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags)
+{
+	stack_t ss = {.ss_sp = sp, .ss_size = size, .ss_flags = flags};
+	if (sp == NULL) {
+		ss.ss_sp = mp->altstack;
+		ss.ss_size = ALTSTACK_SIZE;
+		ss.ss_flags = mp->altstack ? 0 : SS_DISABLE;
+	}
+	/* raw: sigaltstack is interposed (shim/signal.c) */
+	if (bb_sys(SYS_sigaltstack, &ss, NULL, 0) == 0)
+		mp->alt_cur = sp ? sp : mp->altstack;
+}
+
 /* Per M: an alternate signal stack, so a G that ran out of stack can still
  * be reported. The handler is installed once (mp == the first M). */
 void bb_stack_signal_init(bb_m *mp)
@@ -214,10 +228,12 @@ void bb_stack_signal_init(bb_m *mp)
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mp->altstack == MAP_FAILED) {
 		mp->altstack = NULL;
+		mp->alt_cur = NULL;
 		return;
 	}
 	stack_t ss = {.ss_sp = mp->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
-	sigaltstack(&ss, NULL);
+	bb_sys(SYS_sigaltstack, &ss, NULL, 0);
+	mp->alt_cur = mp->altstack;
 	if (mp->id == 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);

@@ -73,6 +73,7 @@ static void exitsyscall0(bb_g *gp)
 	bb_casgstatus(gp, Gsyscall, Grunnable);
 	mp->curg = NULL;
 	gp->m = NULL;
+	bb_alt_leave(mp);
 	bb_lock_acquire(&bb_sched_.lock);
 	bb_p *pp = bb_pidleget();
 	if (pp == NULL)

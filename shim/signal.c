@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
 
@@ -160,6 +161,42 @@ BB_EXPORT void __longjmp_chk(jmp_buf env, int val)
 {
 	static longjmp_fn real;
 	jump_with_mask(env, val, &real, "__longjmp_chk");
+}
+
+/* The alternate signal stack is the thread's, as natively, not its OS
+ * thread's: kept in the G and installed on whatever M runs it
+ * (bb_alt_enter), bobbin's own back when it leaves. A thread that has none
+ * is told so, though its M has bobbin's. Before, one thread's stack stayed
+ * on an OS thread that then ran others, and after a Rust thread's exit
+ * (SS_DISABLE, then munmap on whichever OS thread it ended on) the next
+ * signal there was written into unmapped memory: SIGSEGV. */
+BB_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
+{
+	stack_t kold;
+	bool on_g = bb_on_g();
+	long r = bb_sys(SYS_sigaltstack, ss, old && !on_g ? old : &kold, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	if (!on_g)
+		return 0;
+	bb_g *gp = bb_getg();
+	bb_m *mp = bb_getm();
+	if (old) {
+		if (gp->alt_sp)
+			*old = kold; /* the kernel's, with SS_ONSTACK when on it */
+		else
+			*old = (stack_t){.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+	}
+	if (ss) {
+		bool off = ss->ss_flags & SS_DISABLE;
+		gp->alt_sp = off ? NULL : ss->ss_sp;
+		gp->alt_size = off ? 0 : ss->ss_size;
+		gp->alt_flags = off ? 0 : ss->ss_flags;
+		mp->alt_cur = gp->alt_sp; /* none at all now, when disabled */
+	}
+	return 0;
 }
 
 /* ---- signals sent to one thread ----
@@ -529,7 +566,7 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	if (now != mp) {
 		/* the frame returns on another OS thread: with its stack */
 		stack_t ss;
-		if (sigaltstack(NULL, &ss) == 0)
+		if (bb_sys(SYS_sigaltstack, NULL, &ss, 0) == 0) /* the kernel's, raw */
 			uc->uc_stack = ss;
 	}
 	now->sigmask = ucmask; /* the kernel's mask once the frame returns */
