@@ -74,6 +74,20 @@ static void on_usr1(int sig)
     handler_onstack = sigaltstack(NULL, &o) == 0 && (o.ss_flags & SS_ONSTACK);
 }
 
+/* a yield or a short sleep (the thread may come back on another OS
+ * thread), then the alternate stack as the thread sees it */
+static stack_t step_and_look(int i)
+{
+    if (i % 2)
+        sched_yield();
+    else
+        usleep(100);
+    stack_t o;
+    if (sigaltstack(NULL, &o) != 0)
+        o = (stack_t){.ss_sp = NULL, .ss_flags = 0, .ss_size = 0}; /* matches neither */
+    return o;
+}
+
 static void *with_alt(void *arg)
 {
     (void)arg;
@@ -83,13 +97,8 @@ static void *with_alt(void *arg)
     CHECK(sigaltstack(&ss, NULL) == 0, "sigaltstack");
     int seen = 0;
     for (int i = 0; i < STEPS; i++) {
-        if (i % 2)
-            sched_yield();
-        else
-            usleep(100);
-        stack_t o;
-        seen += sigaltstack(NULL, &o) == 0 && o.ss_sp == own_alt && o.ss_size == ALT &&
-                !(o.ss_flags & (SS_DISABLE | SS_ONSTACK));
+        stack_t o = step_and_look(i);
+        seen += o.ss_sp == own_alt && o.ss_size == ALT && !(o.ss_flags & (SS_DISABLE | SS_ONSTACK));
     }
     pthread_kill(pthread_self(), SIGUSR1);
     int on = handler_at >= (uintptr_t)own_alt && handler_at < (uintptr_t)own_alt + ALT;
@@ -102,14 +111,8 @@ static void *without_alt(void *arg)
 {
     (void)arg;
     int seen = 0;
-    for (int i = 0; i < STEPS; i++) {
-        if (i % 2)
-            sched_yield();
-        else
-            usleep(100);
-        stack_t o;
-        seen += sigaltstack(NULL, &o) == 0 && (o.ss_flags & SS_DISABLE);
-    }
+    for (int i = 0; i < STEPS; i++)
+        seen += (step_and_look(i).ss_flags & SS_DISABLE) != 0;
     return (void *)(intptr_t)seen;
 }
 
