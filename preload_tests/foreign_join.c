@@ -16,7 +16,8 @@
  * 2. The callback creates two NPTL threads: green main joins one (value)
  *    and detaches the other; tryjoin while it runs is EBUSY.
  * 3. A green thread's coroutine joins another green thread and creates a
- *    thread, which the green thread joins after switching back.
+ *    thread, which the green thread joins after switching back; its join
+ *    of its own thread is EDEADLK, its tryjoin EBUSY.
  * 4. The callback forks: the child creates and joins a thread and exits 7;
  *    a second child execs true. (Such a thread has the gs base of the M it
  *    was cloned from: bobbin's fork handler took it for that M and crashed
@@ -153,11 +154,13 @@ static void callback(union sigval sv)
 static ucontext_t back, coro;
 static pthread_t c_target, c_made;
 static long c_val;
-static int c_join;
+static int c_join, c_self, c_selftry;
 
 static void coroutine(void)
 {
     void *r = NULL;
+    c_self = pthread_join(pthread_self(), NULL);
+    c_selftry = pthread_tryjoin_np(pthread_self(), NULL);
     c_join = pthread_join(c_target, &r);
     c_val = (long)(intptr_t)r;
     REQUIRE(pthread_create(&c_made, NULL, value_after, (void *)(intptr_t)33) == 0, "create");
@@ -228,6 +231,9 @@ int main(void)
     pthread_join(owner, &r);
     printf("3: coroutine's join %d value %ld; its thread joined by the owner: %ld\n", c_join,
            c_val, (long)(intptr_t)r);
+    printf("3: the coroutine joins its own thread: %s, tryjoin %s\n",
+           c_self == EDEADLK ? "EDEADLK" : strerror(c_self),
+           c_selftry == EBUSY ? "EBUSY" : strerror(c_selftry));
     printf("4: the callback's fork: child %d, exec'ing child %d\n", fork_status[0],
            fork_status[1]);
 

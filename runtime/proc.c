@@ -1537,6 +1537,8 @@ int bb_gjoin_foreign(bb_g *gp, void **result, int mode, int64_t deadline)
 	int err = 0;
 	if (mode == BB_JOIN_TRY && !gp->exited)
 		err = EBUSY; /* NPTL: "still running" first */
+	else if (bb_getfsbase() == (uintptr_t)gp->tcb)
+		err = EDEADLK; /* the G itself, on a coroutine's stack */
 	else if (gp->detached || (!gp->exited && gp->joined))
 		err = EINVAL;
 	if (err) {
