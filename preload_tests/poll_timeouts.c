@@ -1,6 +1,10 @@
-/* poll_timeouts — poll, ppoll, select, pselect, epoll_wait and epoll_pwait with
- * timeouts: nothing ready (the timeout expires), something ready at once, something
- * made ready later by another thread, and the error cases.
+/* poll_timeouts — poll, ppoll, select, pselect, epoll_wait, epoll_pwait and
+ * epoll_pwait2 with timeouts: nothing ready (the timeout expires), something ready at
+ * once, something made ready later by another thread, and the error cases.
+ * epoll_pwait2's timeouts run beside a spinning thread: under bobbin before
+ * 2026-11-25 it was not interposed, blocked its OS thread, and the signal that
+ * takes the processor from such a thread made it fail with EINTR (the kernel never
+ * restarts it).
  *
  * Each probe prints its return value and the readiness it reported (revents, the fd
  * sets, the epoll events and data) on stdout, so the native and bobbin runs are
@@ -300,6 +304,17 @@ static void print_events(const char *what, int r, struct epoll_event *ev)
         printf("%s: ret=%d errno=%s\n", what, r, err_name(r < 0 ? errno : 0));
 }
 
+static volatile int spinning;
+
+static void *spin_fn(void *arg)
+{
+    (void)arg;
+    volatile unsigned long x = 0;
+    while (spinning)
+        x++;
+    return NULL;
+}
+
 static void probe_epoll(void)
 {
     int p[2];
@@ -362,6 +377,34 @@ static void probe_epoll(void)
     r = epoll_pwait(ep, ev, 4, LONG_MS, &none);
     print_events("epoll_pwait ready later", r, ev);
     pthread_join(l.t, NULL);
+
+    /* epoll_pwait2 (a timespec), which the kernel never restarts after a
+     * signal, while a spinner keeps the other threads' processor busy */
+    spinning = 1;
+    pthread_t sp;
+    REQUIRE(pthread_create(&sp, NULL, spin_fn, NULL) == 0, "create");
+    struct timespec to = {0, TIMEOUT_MS * 1000000};
+    for (int i = 0; i < 3; i++) {
+        t0 = now_ms();
+        errno = 0;
+        r = epoll_pwait2(ep, ev, 4, &to, NULL);
+        check_expired("epoll_pwait2 timeout", t0, TIMEOUT_MS);
+        print_events("epoll_pwait2 nothing ready, a spinner beside", r, ev);
+    }
+    r = epoll_pwait2(ep, ev, 4, &to, &none);
+    print_events("epoll_pwait2 with a mask, nothing ready", r, ev);
+    write_later(&l, p[1]);
+    struct timespec longto = {LONG_MS / 1000, 0};
+    r = epoll_pwait2(ep, ev, 4, &longto, NULL);
+    print_events("epoll_pwait2 ready later", r, ev);
+    pthread_join(l.t, NULL);
+    drain(p[0]);
+    struct timespec bad = {0, 1000000000};
+    errno = 0;
+    r = epoll_pwait2(ep, ev, 4, &bad, NULL);
+    print_events("epoll_pwait2 tv_nsec 1e9", r, ev);
+    spinning = 0;
+    pthread_join(sp, NULL);
 
     /* a bad epoll fd, a bad maxevents */
     errno = 0;

@@ -1,6 +1,6 @@
 /*
- * poll.c — the program's own poll, ppoll, select, pselect, epoll_wait and
- * epoll_pwait park the G on the netpoller.
+ * poll.c — the program's own poll, ppoll, select, pselect, epoll_wait,
+ * epoll_pwait and epoll_pwait2 park the G on the netpoller.
  *
  * Each call first asks the kernel with a zero timeout; when nothing is
  * ready, the G waits on the netpoller for any of the fds (a program's epoll
@@ -13,6 +13,7 @@
  */
 #include "realio.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,29 @@ BB_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 		return -1;
 	}
 	return epoll_until(epfd, ev, max, deadline_ms(timeout));
+}
+
+/* epoll_pwait with a timespec (glibc 2.35): the kernel never restarts it,
+ * so run as glibc's it failed with EINTR at each of bobbin's preemption
+ * signals */
+BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+			   const struct timespec *timeout, const sigset_t *mask)
+{
+	static int (*real)(int, struct epoll_event *, int, const struct timespec *,
+			   const sigset_t *);
+	if (real == NULL)
+		real = (int (*)(int, struct epoll_event *, int, const struct timespec *,
+				const sigset_t *))dlsym(RTLD_NEXT, "epoll_pwait2");
+	if (!bb_on_g() || (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0))
+		return real(epfd, ev, max, timeout, mask);
+	if (mask)
+		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false);
+	if (max <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+				     timeout->tv_nsec >= 1000000000))) {
+		errno = EINVAL;
+		return -1;
+	}
+	return epoll_until(epfd, ev, max, deadline_ts(timeout));
 }
 
 BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
