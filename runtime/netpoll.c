@@ -105,6 +105,12 @@ bb_pd *bb_pd_get(int fd)
 	return &blk[fd % PD_L2];
 }
 
+/* one past the highest fd number that may have a descriptor */
+int bb_pd_limit(void)
+{
+	return atomic_load(&pdtab_top) * PD_L2;
+}
+
 /* the descriptor if it exists, without making one */
 bb_pd *bb_pd_peek(int fd)
 {

@@ -894,6 +894,9 @@ void bb_idle_sigmask(bb_m *mp);
 extern int bb_sigfd;
 void bb_sigwatch_add(uint64_t sigs); /* watch these again (a G takes them now) */
 bool bb_own_fd(int fd);              /* bobbin's epoll, wake-up and signal fds */
+int bb_pd_limit(void);               /* netpoll.c: fds at or above have no descriptor */
+#define BB_OWN_FDS_MAX 4
+int bb_own_fds(int *out);            /* bobbin's own fds, ascending */
 void bb_resync_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;
 

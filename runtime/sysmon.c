@@ -173,6 +173,22 @@ bool bb_own_fd(int fd)
 			   fd == bb_sigfd || fd == kickfd);
 }
 
+/* bobbin's own fds, ascending, into out[BB_OWN_FDS_MAX]; returns how many */
+int bb_own_fds(int *out)
+{
+	int cand[BB_OWN_FDS_MAX] = {bb_epfd, bb_breakfd, bb_sigfd, kickfd}, n = 0;
+	for (int i = 0; i < BB_OWN_FDS_MAX; i++)
+		if (bb_own_fd(cand[i])) {
+			int k = n++;
+			while (k > 0 && out[k - 1] > cand[i]) { /* insertion sort */
+				out[k] = out[k - 1];
+				k--;
+			}
+			out[k] = cand[i];
+		}
+	return n;
+}
+
 struct taker {
 	uint64_t bit;
 	bb_g *found;

@@ -14,8 +14,10 @@
 #undef _FILE_OFFSET_BITS /* define open, fopen, fcntl themselves, not their 64 names */
 #include "realio.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -168,6 +170,48 @@ BB_EXPORT int close(int fd)
 		return 0; /* bobbin's own: a close-all-fds loop must not take them */
 	bb_fd_forget(fd);
 	return REAL(close)(fd);
+}
+
+/* close_range and closefrom (glibc's calls close_range): the views of the
+ * numbers closed are forgotten, as close does, and bobbin's own fds are
+ * left open: the range is closed in the pieces between them. Before, the
+ * views outlived the files, and a number reused by a call bobbin does not
+ * see (eventfd) was taken for the socket it had been, whose reads never
+ * wait: the read blocked the OS thread where bobbin could not let its P go,
+ * and with one P the program hung. */
+static int (*real_close_range)(unsigned, unsigned, int);
+
+static int close_pieces(unsigned first, unsigned last, int flags)
+{
+	if (real_close_range == NULL)
+		real_close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
+	if (!bb_active || (flags & CLOSE_RANGE_CLOEXEC) || first > last)
+		return real_close_range(first, last, flags);
+	unsigned limit = (unsigned)bb_pd_limit();
+	for (unsigned fd = first; fd <= last && fd < limit; fd++)
+		if (!bb_own_fd((int)fd))
+			bb_fd_forget((int)fd);
+	int own[BB_OWN_FDS_MAX], n = bb_own_fds(own);
+	unsigned from = first;
+	for (int i = 0; i < n && from <= last; i++) {
+		unsigned o = (unsigned)own[i];
+		if (o < from || o > last)
+			continue;
+		if (o > from && real_close_range(from, o - 1, flags) != 0)
+			return -1;
+		from = o + 1;
+	}
+	return from <= last ? real_close_range(from, last, flags) : 0;
+}
+
+BB_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	return close_pieces(first, last, flags);
+}
+
+BB_EXPORT void closefrom(int lowfd)
+{
+	close_pieces(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u, 0);
 }
 
 /* dup2 and dup3 onto newfd: never onto bobbin's own fds; newfd's old view
