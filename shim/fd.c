@@ -370,6 +370,39 @@ BB_EXPORT FILE *fopen(const char *path, const char *mode)
 
 BB_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
+/* A socket bobbin made non-blocking for real and then handed to stdio
+ * (fdopen): glibc's stdio reads and writes it by internal names, which
+ * bobbin does not see, and on a non-blocking socket they failed with
+ * EAGAIN (fgets returned NULL, the stream in error). The open file
+ * description goes back to blocking, as the program asked, and bobbin's
+ * own calls on it then wait by readiness first, as for an inherited
+ * socket; stdio's block their OS thread, which sysmon frees the P from. */
+static void unforce(int fd)
+{
+	bb_pd *pd = bb_pd_peek(fd);
+	if (pd == NULL)
+		return;
+	bb_lock_acquire(&pd->lock);
+	bb_fdesc *d = pd->known ? atomic_load_explicit(&pd->desc, memory_order_relaxed) : NULL;
+	if (d && d->forced_nb && !atomic_load(&d->user_nonblock)) {
+		long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
+		if (fl >= 0 && bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+			d->forced_nb = false;
+	}
+	bb_lock_release(&pd->lock);
+}
+
+BB_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	static FILE *(*real)(int, const char *);
+	if (real == NULL)
+		real = (FILE * (*)(int, const char *)) dlsym(RTLD_NEXT, "fdopen");
+	FILE *f = real(fd, mode);
+	if (f && bb_active)
+		unforce(fd);
+	return f;
+}
+
 BB_EXPORT int fclose(FILE *f)
 {
 	if (bb_active && f)
