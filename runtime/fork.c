@@ -27,10 +27,14 @@ void bb_netpoll_forkchild(void);
 void bb_sysmon_forkchild(void);
 void bb_allgs_forkchild(bb_g *self);
 
+void (*bb_fork_prepare_hook)(void); /* shim: sockets the child shares go blocking */
+
 static void prepare(void)
 {
 	if (!bb_active)
 		return;
+	if (bb_fork_prepare_hook) /* before any runtime lock: it takes fd locks */
+		bb_fork_prepare_hook();
 	/* rank order: timer heaps, sched, dead-G list, netpoll init. Not the
 	 * wait queues: the child empties those whatever state they are in
 	 * (bb_sema_forkchild), and locking their 4 pages made each side of

@@ -32,7 +32,16 @@ SYSCALL_WRAP(int, waitid, (idtype_t t, id_t id, siginfo_t *si, int opt), (t, id,
 SYSCALL_WRAP(int, flock, (int fd, int op), (fd, op), false)
 SYSCALL_WRAP(int, fsync, (int fd), (fd), true)
 SYSCALL_WRAP(int, fdatasync, (int fd), (fd), true)
-SYSCALL_WRAP(int, system, (const char *cmd), (cmd), false)
+/* system spawns through glibc's internal posix_spawn: the sockets the
+ * shell inherits go back to blocking first (exec.c) */
+BB_EXPORT int system(const char *cmd)
+{
+	if (bb_active)
+		bb_fd_unforce_inheritable();
+	if (!bb_on_g())
+		return REAL(system)(cmd);
+	IN_SYSCALL(int, REAL(system)(cmd), false);
+}
 SYSCALL_WRAP(int, pause, (void), (), true)
 
 /* name resolution, SysV IPC and signal waits: may block for long, cannot be

@@ -1,12 +1,16 @@
 /*
- * exec.c — the exec family: the new program must find every socket it
- * inherits in the blocking mode it believes it is in (bobbin makes its own
- * sockets non-blocking for real: fd.c), so that mode is restored first.
+ * exec.c — the exec family and posix_spawn: the new program must find every
+ * socket it inherits in the blocking mode it believes it is in (bobbin makes
+ * its own sockets non-blocking for real: fd.c), so that mode is restored
+ * first (bb_fd_unforce_inheritable). glibc's system and popen spawn through
+ * its internal posix_spawn, so they restore it here too.
  */
 #include "realio.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -31,7 +35,7 @@ BB_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	resolve();
 	if (bb_active)
-		bb_fd_restore_blocking();
+		bb_fd_unforce_inheritable();
 	return real_execve(path, argv, envp);
 }
 
@@ -39,7 +43,7 @@ BB_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	resolve();
 	if (bb_active)
-		bb_fd_restore_blocking();
+		bb_fd_unforce_inheritable();
 	return real_execvpe(file, argv, envp);
 }
 
@@ -47,7 +51,7 @@ BB_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	resolve();
 	if (bb_active)
-		bb_fd_restore_blocking();
+		bb_fd_unforce_inheritable();
 	return real_fexecve(fd, argv, envp);
 }
 
@@ -159,4 +163,42 @@ BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	struct clone_start *cs = (struct clone_start *)top;
 	*cs = (struct clone_start){fn, arg, flags};
 	return real_clone(clone_child, cs, flags, cs, ptid, tls, ctid);
+}
+
+BB_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	if (real == NULL)
+		real = (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+				const posix_spawnattr_t *, char *const[], char *const[]))
+			dlsym(RTLD_NEXT, "posix_spawn");
+	if (bb_active)
+		bb_fd_unforce_inheritable();
+	return real(pid, path, fa, attr, argv, envp);
+}
+
+BB_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	if (real == NULL)
+		real = (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+				const posix_spawnattr_t *, char *const[], char *const[]))
+			dlsym(RTLD_NEXT, "posix_spawnp");
+	if (bb_active)
+		bb_fd_unforce_inheritable();
+	return real(pid, file, fa, attr, argv, envp);
+}
+
+BB_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	static FILE *(*real)(const char *, const char *);
+	if (real == NULL)
+		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "popen");
+	if (bb_active)
+		bb_fd_unforce_inheritable();
+	return real(cmd, mode);
 }

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <stdarg.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -52,6 +53,8 @@ static bb_fdesc *desc_new(bool user_nb, bool forced)
 	}
 	return d;
 }
+
+static void unforce(int fd);
 
 static void desc_put(bb_fdesc *d)
 {
@@ -392,6 +395,19 @@ static void unforce(int fd)
 	bb_lock_release(&pd->lock);
 }
 
+/* a spawned child gets fd (as newfd): it shares the socket, blocking */
+BB_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, int fd, int newfd)
+{
+	static int (*real)(posix_spawn_file_actions_t *, int, int);
+	if (real == NULL)
+		real = (int (*)(posix_spawn_file_actions_t *, int, int))dlsym(
+			RTLD_NEXT, "posix_spawn_file_actions_adddup2");
+	int r = real(fa, fd, newfd);
+	if (r == 0 && bb_active)
+		unforce(fd);
+	return r;
+}
+
 BB_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	static FILE *(*real)(int, const char *);
@@ -498,19 +514,28 @@ BB_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 	return r;
 }
 
-/* before exec: the new program must find blocking sockets blocking */
-void bb_fd_restore_blocking(void)
+/* Before a fork, an exec or a spawn: every socket bobbin keeps non-blocking
+ * for real that another process will share (it is not close-on-exec) goes
+ * back to blocking mode, as the program believes it is, in this process's
+ * view too (unforce), since the open file description and its flag are
+ * shared: the other program reads and writes it blocking, and bobbin waits
+ * on it by readiness first, as on an inherited socket. (An exec used to
+ * restore every such socket, close-on-exec ones included, in the child
+ * only: the parent's views then took blocking sockets for non-blocking
+ * ones, and its accept or read blocked where it could not let its P go.) */
+void bb_fd_unforce_inheritable(void)
 {
-	for (int fd = 0; fd < 65536; fd++) {
+	int limit = bb_pd_limit();
+	for (int fd = 0; fd < limit; fd++) {
 		bb_pd *pd = bb_pd_peek(fd);
 		if (pd == NULL) {
 			fd |= 1023; /* a whole block of the table is absent */
 			continue;
 		}
 		if (pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd)) {
-			long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
-			if (fl >= 0)
-				bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK);
+			long fdfl = bb_sys(SYS_fcntl, fd, F_GETFD, 0);
+			if (fdfl >= 0 && !(fdfl & FD_CLOEXEC))
+				unforce(fd);
 		}
 	}
 }

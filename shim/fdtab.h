@@ -11,6 +11,6 @@
 bb_pd *bb_fd_view(int fd);
 void bb_fd_forget(int fd);
 void bb_fd_own_socket(int fd, bool user_nonblock);
-void bb_fd_restore_blocking(void);
+void bb_fd_unforce_inheritable(void);
 
 #endif

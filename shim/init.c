@@ -5,6 +5,7 @@
  * interposed call goes straight to libc (the program runs natively).
  */
 #include "shim.h"
+#include "fdtab.h"
 
 #include <stdlib.h>
 #include <sys/auxv.h>
@@ -99,6 +100,7 @@ __attribute__((constructor(102))) static void bobbin_init(void)
 	bb_identity_init();
 	bb_signal_init();
 	bb_g_run_hook = bb_run_with_landing_pad;
+	bb_fork_prepare_hook = bb_fd_unforce_inheritable;
 	if (bb_sched_init() != 0) {
 		bb_printf("bobbin: out of memory at start-up; running natively\n");
 		return;
