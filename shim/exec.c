@@ -165,32 +165,32 @@ BB_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	return real_clone(clone_child, cs, flags, cs, ptid, tls, ctid);
 }
 
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int spawn(spawn_fn *real, const char *name, pid_t *pid, const char *file,
+		 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		 char *const argv[], char *const envp[])
+{
+	if (*real == NULL)
+		*real = (spawn_fn)dlsym(RTLD_NEXT, name);
+	if (bb_active)
+		bb_fd_unforce_inheritable();
+	return (*real)(pid, file, fa, attr, argv, envp);
+}
+
 BB_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
 			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	static int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-			   const posix_spawnattr_t *, char *const[], char *const[]);
-	if (real == NULL)
-		real = (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-				const posix_spawnattr_t *, char *const[], char *const[]))
-			dlsym(RTLD_NEXT, "posix_spawn");
-	if (bb_active)
-		bb_fd_unforce_inheritable();
-	return real(pid, path, fa, attr, argv, envp);
+	static spawn_fn real;
+	return spawn(&real, "posix_spawn", pid, path, fa, attr, argv, envp);
 }
 
 BB_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-	static int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-			   const posix_spawnattr_t *, char *const[], char *const[]);
-	if (real == NULL)
-		real = (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-				const posix_spawnattr_t *, char *const[], char *const[]))
-			dlsym(RTLD_NEXT, "posix_spawnp");
-	if (bb_active)
-		bb_fd_unforce_inheritable();
-	return real(pid, file, fa, attr, argv, envp);
+	static spawn_fn real;
+	return spawn(&real, "posix_spawnp", pid, file, fa, attr, argv, envp);
 }
 
 BB_EXPORT FILE *popen(const char *cmd, const char *mode)
