@@ -12,6 +12,9 @@
  * 2. fwrite of 1 MiB to fdopen(socket, "w") and fflush, to a reader that
  *    starts 20 ms late and counts every byte.
  * 3. dprintf of 256 KiB to a socket, the same way.
+ * 4. The inetd idioms: dup2(socket, 0), then fgets(stdin); close(0), then an
+ *    accept that returns fd 0 (bobbin's own epoll fd, made lazily at the
+ *    first wait, took fd 0 before 2026-11-25), then fgets(stdin).
  * A watchdog names the part that hangs.
  */
 #define PROBE_NAME "stdio_sockets"
@@ -24,6 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 enum { BIG = 1 << 20, DBIG = 256 * 1024 };
@@ -57,6 +61,19 @@ static void *count_bytes(void *arg)
         total += n;
     }
     return (void *)(intptr_t)(total * 1000 + sum % 1000);
+}
+
+static struct sockaddr_un addr;
+static int client;
+
+static void *connect_and_send(void *arg)
+{
+    (void)arg;
+    usleep(20 * 1000);
+    CHECK(connect(client, (struct sockaddr *)&addr, sizeof addr) == 0, "connect");
+    usleep(20 * 1000);
+    CHECK(send(client, "accepted line\n", 14, 0) == 14, "send");
+    return NULL;
 }
 
 int main(void)
@@ -110,6 +127,31 @@ int main(void)
     printf("3: dprintf %d; the reader got %ld bytes, sum %ld\n", n, (long)(intptr_t)r / 1000,
            (long)(intptr_t)r % 1000);
     close(sv[1]);
+
+    current_probe = "4: a socket as stdin";
+    int keep = dup(0);
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    REQUIRE(dup2(sv[0], 0) == 0, "dup2");
+    pthread_create(&t, NULL, send_lines, NULL);
+    char *got = fgets(line, sizeof line, stdin);
+    printf("4: dup2 onto 0, fgets(stdin) %s: %s", got ? "a line" : "NULL", got ? line : "\n");
+    pthread_join(t, NULL);
+    close(sv[0]);
+    close(sv[1]);
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "bobbin-stdio-%d", (int)getpid());
+    REQUIRE(bind(ls, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(ls, 2) == 0, "listen");
+    client = socket(AF_UNIX, SOCK_STREAM, 0);
+    clearerr(stdin);
+    close(0);
+    pthread_create(&t, NULL, connect_and_send, NULL);
+    int conn = accept(ls, NULL, NULL);
+    got = fgets(line, sizeof line, stdin);
+    pthread_join(t, NULL);
+    printf("4: close(0), accept gave fd %d, fgets(stdin) %s: %s", conn, got ? "a line" : "NULL",
+           got ? line : "\n");
+    dup2(keep, 0);
     alarm(0);
     return probe_exit("stdio_sockets");
 }

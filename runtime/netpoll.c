@@ -46,8 +46,9 @@ static int netpoll_init(void)
 		return 0;
 	bb_lock_acquire(&initlock);
 	if (!inited) {
-		int ep = (int)bb_sys(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0);
-		int ev = (int)bb_sys(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0);
+		int ep = bb_fd_out_of_way((int)bb_sys(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0));
+		int ev = bb_fd_out_of_way(
+			(int)bb_sys(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0));
 		if (ep < 0 || ev < 0) {
 			if (ep >= 0)
 				bb_sys(SYS_close, ep, 0, 0);

@@ -897,6 +897,7 @@ bool bb_own_fd(int fd);              /* bobbin's epoll, wake-up and signal fds *
 int bb_pd_limit(void);               /* netpoll.c: fds at or above have no descriptor */
 #define BB_OWN_FDS_MAX 4
 int bb_own_fds(int *out);            /* bobbin's own fds, ascending */
+int bb_fd_out_of_way(int fd);        /* util.c: a new own fd, moved above the program's */
 extern void (*bb_fork_prepare_hook)(void); /* fork.c: run in the parent before a fork */
 void bb_resync_sigmask(bb_m *mp);
 extern bb_g *bb_main_g;

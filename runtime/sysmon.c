@@ -389,7 +389,8 @@ static void sigwatch_init(void)
 	if (bb_sigfd >= 0)
 		return; /* a fork child: the parent's signalfd reads our own signals */
 	uint64_t w = ~NOT_OURS;
-	long fd = bb_rawsyscall6(SYS_signalfd4, -1, (long)&w, 8, SFD_NONBLOCK | SFD_CLOEXEC, 0, 0);
+	long fd = bb_fd_out_of_way(
+		(int)bb_rawsyscall6(SYS_signalfd4, -1, (long)&w, 8, SFD_NONBLOCK | SFD_CLOEXEC, 0, 0));
 	if (fd < 0)
 		return;
 	atomic_store(&watch, w);
@@ -621,7 +622,8 @@ void bb_sysmon_start(void)
 	/* a fork child's own (the parent's is shared with it) */
 	if (kickfd >= 0)
 		bb_rawsyscall6(SYS_close, kickfd, 0, 0, 0, 0, 0);
-	kickfd = (int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0);
+	kickfd = bb_fd_out_of_way(
+		(int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0));
 	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
 	bb_m *mp = bb_allocm();
 	sigwatch_init();

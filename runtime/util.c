@@ -5,6 +5,8 @@
  * call returns -errno, so a G's errno is left exactly as the program set it.
  */
 #include "runtime.h"
+#include <sys/resource.h>
+#include <fcntl.h>
 
 #include <dlfcn.h>
 
@@ -201,4 +203,30 @@ int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
 		real = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
 											  "sigaction");
 	return real(sig, act, old);
+}
+
+/* One of bobbin's own fds (epoll, eventfd, signalfd), moved up out of the
+ * numbers the program expects: a program that closes fd 0 and then accepts
+ * gets fd 0 for its connection natively, and must not find bobbin's epoll
+ * there, made lazily at its first wait. Above the program's usual numbers
+ * but inside the first 1,024, where the kernel's fd table already is. */
+int bb_fd_out_of_way(int fd)
+{
+	static int base;
+	if (fd < 0)
+		return fd;
+	if (base == 0) {
+		struct rlimit rl;
+		long lim = bb_sys(SYS_getrlimit, RLIMIT_NOFILE, &rl, 0) == 0 ? (long)rl.rlim_cur : 1024;
+		if (lim > 1024)
+			lim = 1024;
+		base = lim > 64 ? (int)lim - 32 : 3;
+	}
+	if (fd >= base)
+		return fd;
+	long h = bb_sys(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+	if (h < 0)
+		return fd; /* no room up there: keep it where it is */
+	bb_sys(SYS_close, fd, 0, 0);
+	return (int)h;
 }

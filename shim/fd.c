@@ -163,6 +163,10 @@ static void fd_dup_view(int oldfd, int newfd)
 		return;
 	}
 	view_install(n, d, kind, nowait_ok, rcv, snd, true);
+	/* onto stdin, stdout or stderr: stdio's own streams read and write
+	 * it now (an inetd-style server's dup2(conn, 0)), as after fdopen */
+	if (newfd <= 2)
+		unforce(newfd);
 }
 
 BB_EXPORT int close(int fd)
@@ -271,6 +275,8 @@ void bb_fd_own_socket(int fd, bool user_nonblock)
 	bb_fdesc *d = desc_new(user_nonblock, !user_nonblock);
 	if (d)
 		view_install(pd, d, BB_FD_SOCKET, false, 0, 0, true);
+	if (fd <= 2) /* made as stdin, stdout or stderr: stdio's (unforce) */
+		unforce(fd);
 }
 
 BB_EXPORT int socket(int domain, int type, int protocol)
@@ -379,7 +385,8 @@ BB_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias
  * EAGAIN (fgets returned NULL, the stream in error). The open file
  * description goes back to blocking, as the program asked, and bobbin's
  * own calls on it then wait by readiness first, as for an inherited
- * socket; stdio's block their OS thread, which sysmon frees the P from. */
+ * socket; stdio's block their OS thread, which sysmon frees the P from.
+ * The same when it becomes fd 0, 1 or 2 (fd_dup_view). */
 static void unforce(int fd)
 {
 	bb_pd *pd = bb_pd_peek(fd);
