@@ -122,24 +122,11 @@ static void *pt_worker(void *arg)
 /* part 4 */
 static mtx_t held, tm;
 
-/* a TIME_UTC deadline ms from now */
-static struct timespec in_ms(long ms)
-{
-    struct timespec t;
-    timespec_get(&t, TIME_UTC);
-    t.tv_nsec += ms * 1000000;
-    if (t.tv_nsec >= 1000000000) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000;
-    }
-    return t;
-}
-
 static int holder(void *arg)
 {
     (void)arg;
     int busy = mtx_trylock(&held);
-    struct timespec dl = in_ms(20);
+    struct timespec dl = probe_in_ms(CLOCK_REALTIME, 20);
     int timed = mtx_timedlock(&held, &dl);
     return busy * 10 + timed;
 }
@@ -234,7 +221,7 @@ int main(void)
     printf("4: held mutex: trylock %d (busy %d), timedlock %d (timedout %d)\n", hr / 10,
            thrd_busy, hr % 10, thrd_timedout);
 
-    struct timespec dl = in_ms(10);
+    struct timespec dl = probe_in_ms(CLOCK_REALTIME, 10);
     mtx_lock(&mu);
     printf("4: cnd_timedwait %d\n", cnd_timedwait(&cv, &mu, &dl));
     mtx_unlock(&mu);

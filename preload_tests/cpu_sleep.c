@@ -76,13 +76,7 @@ int main(void)
     printf("process clock, 30 ms: %s, reached %d\n", err_name(r), c1 - c0 >= 30 * 1000000LL);
 
     current_probe = "the process's CPU clock, absolute";
-    struct timespec abs;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &abs);
-    abs.tv_nsec += 30 * 1000000;
-    if (abs.tv_nsec >= 1000000000) {
-        abs.tv_sec++;
-        abs.tv_nsec -= 1000000000;
-    }
+    struct timespec abs = probe_in_ms(CLOCK_PROCESS_CPUTIME_ID, 30);
     r = clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, TIMER_ABSTIME, &abs, NULL);
     struct timespec now;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);

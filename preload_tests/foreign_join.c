@@ -130,13 +130,7 @@ static void callback(union sigval sv)
     (void)sv;
     void *r = NULL;
     r_try = pthread_tryjoin_np(gb, &r);
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += 5 * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    struct timespec dl = probe_in_ms(CLOCK_REALTIME, 5);
     r_timed = pthread_timedjoin_np(gb, &r, &dl);
     sem_post(&release_b);
     r_join = pthread_join(ga, &r);

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define PROBE_PASS 0
 #define PROBE_FAIL 1
@@ -46,6 +47,17 @@ static atomic_int probe_failures;
             exit(PROBE_FAIL);                                                 \
         }                                                                     \
     } while (0)
+
+/* an absolute time ms milliseconds from now on clock (timed waits' deadlines) */
+static inline struct timespec probe_in_ms(clockid_t clock, long ms)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    t.tv_nsec += ms * 1000000;
+    t.tv_sec += t.tv_nsec / 1000000000;
+    t.tv_nsec %= 1000000000;
+    return t;
+}
 
 static inline int probe_exit(const char *name)
 {

@@ -156,13 +156,7 @@ static atomic_int timed_rc = -1;
 static void *timed_cond_waiter(void *arg)
 {
     (void)arg;
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_nsec += 300 * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    struct timespec dl = probe_in_ms(CLOCK_REALTIME, 300);
     pthread_mutex_lock(&cmu);
     atomic_store(&about_to_wait, 1);
     int rc = pthread_cond_timedwait(&tcv, &cmu, &dl);

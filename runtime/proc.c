@@ -1377,33 +1377,35 @@ static bool arm_and_unlock_g(bb_g *self, void *arg)
 
 /* Wait for gp to end. Returns 0 and its result, or an errno as NPTL gives
  * it (EBUSY for BB_JOIN_TRY, ETIMEDOUT for BB_JOIN_TIMED past deadline). */
+/* NPTL's answer to a join of gp that must not wait, in NPTL's order, or 0
+ * (gp->lock held): a tryjoin of a running thread, a detached thread, the
+ * caller itself or a thread joining it (deadlock), a second joiner. self
+ * NULL: the joiner is no G (bb_gjoin_foreign); then the caller is gp only
+ * when it runs gp's TLS (gp on a coroutine's stack). */
+static int join_refused(bb_g *gp, int mode, bb_g *self)
+{
+	if (mode == BB_JOIN_TRY && !gp->exited)
+		return EBUSY; /* "still running" first */
+	if (gp->detached)
+		return EINVAL;
+	bool itself = self ? gp == self : bb_getfsbase() == (uintptr_t)gp->tcb;
+	if (itself || (self && self->joiner == gp && !gp->exited)) /* or it is joining us */
+		return EDEADLK;
+	if (!gp->exited && gp->joined)
+		return EINVAL;
+	return 0;
+}
+
 int bb_gjoin(bb_g *gp, void **result, int mode, int64_t deadline)
 {
 	bb_g *self = bb_getg();
-	if (gp == self)
-		return EDEADLK;
 	bb_lock_acquire(&gp->lock);
-	if (mode == BB_JOIN_TRY && !gp->exited) { /* NPTL: "still running" first */
+	int err = join_refused(gp, mode, self);
+	if (err) {
 		bb_lock_release(&gp->lock);
-		return EBUSY;
-	}
-	if (gp->detached) {
-		bb_lock_release(&gp->lock);
-		return EINVAL;
-	}
-	if (self->joiner == gp && !gp->exited) { /* it is joining us */
-		bb_lock_release(&gp->lock);
-		return EDEADLK;
+		return err;
 	}
 	if (!gp->exited) {
-		if (mode == BB_JOIN_TRY) {
-			bb_lock_release(&gp->lock);
-			return EBUSY;
-		}
-		if (gp->joined) {
-			bb_lock_release(&gp->lock);
-			return EINVAL;
-		}
 		if (mode == BB_JOIN_BLOCK) {
 			gp->joined = true;
 			gp->joiner = self;
@@ -1534,13 +1536,7 @@ int bb_gdetach_foreign(bb_g *gp)
 int bb_gjoin_foreign(bb_g *gp, void **result, int mode, int64_t deadline)
 {
 	bb_lock_acquire(&gp->lock);
-	int err = 0;
-	if (mode == BB_JOIN_TRY && !gp->exited)
-		err = EBUSY; /* NPTL: "still running" first */
-	else if (bb_getfsbase() == (uintptr_t)gp->tcb)
-		err = EDEADLK; /* the G itself, on a coroutine's stack */
-	else if (gp->detached || (!gp->exited && gp->joined))
-		err = EINVAL;
+	int err = join_refused(gp, mode, NULL);
 	if (err) {
 		bb_lock_release(&gp->lock);
 		return err;
