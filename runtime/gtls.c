@@ -420,7 +420,9 @@ void bb_tls_after_dlopen(const void *ns_gadget)
 	bb_lock_release(&modslock);
 }
 
+/* 0 for a G that has ended (its TCB went with its stack) */
 int bb_g_tid(bb_g *gp)
 {
-	return *(int *)((char *)gp->tcb + OFF_TID);
+	char *t = gp->tcb;
+	return t ? *(int *)(t + OFF_TID) : 0;
 }

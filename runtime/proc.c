@@ -972,18 +972,13 @@ static void gfput(bb_p *pp, bb_g *gp)
 	pp->gfree = gp;
 	if (++pp->gfreecnt < BB_GFREE_LOCAL_MAX)
 		return;
-	/* spill half to the global list; past BB_GFREE_WARM_MAX cached Gs their
-	 * stack pages go back to the kernel (a syscall per G: not for the
-	 * common churn of a few hundred threads) */
-	bool release = bb_sched_.ngfree >= BB_GFREE_WARM_MAX;
+	/* spill half to the global list */
 	bb_g *head = NULL, *tail = NULL;
 	int32_t n = 0;
 	while (pp->gfreecnt > BB_GFREE_LOCAL_MAX / 2) {
 		bb_g *g1 = pp->gfree;
 		pp->gfree = g1->schedlink;
 		pp->gfreecnt--;
-		if (release)
-			bb_stackrelease(g1);
 		g1->schedlink = head;
 		head = g1;
 		if (tail == NULL)
@@ -1020,20 +1015,15 @@ static bb_g *gfget(bb_p *pp)
 	return gp;
 }
 
-/* A dead, joined or detached G made ready for reuse. Its TCB stays with
- * it; a stack that is not of the default size is unmapped now. false:
- * main's, kept. */
+/* A dead, joined or detached G made ready for reuse. Its stack (and the
+ * TCB at its top) went to the cache when it ended (g_dead); a TCB of its
+ * own stays with it. false: main's, kept. */
 static bool g_recycle(bb_g *gp)
 {
 	if (gp->is_main)
 		return false;
-	if (gp->user_stack || gp->stack_mapsize != bb_default_stacksize() + 4096) {
-		if (!gp->user_stack)
-			bb_stackfree(gp);
-		gp->stack_map = NULL;
-		gp->user_stack = false;
-		gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
-	}
+	gp->user_stack = false;
+	gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
 	gp->joiner = NULL;
 	gp->exited = gp->joined = gp->fjoin = false;
 	atomic_store_explicit(&gp->exitword, 0, memory_order_relaxed);
@@ -1097,7 +1087,14 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 		gp->lockcount = 0;
 		mp->lockedg = NULL;
 	}
+	/* nothing runs on its stack any more: the stack, and the TCB at its
+	 * top, are free for the next thread now, not at the join (the G is
+	 * the pthread_t, and a zombie needs nothing more) */
+	bb_stack_unit unit;
+	bool cached = !gp->is_main && bb_stack_take(gp, &unit);
 	bb_lock_acquire(&gp->lock);
+	if (cached && unit.tcb)
+		gp->tcb = NULL; /* pthread_cancel looks under the lock */
 	bb_casgstatus(gp, Grunning, Gdead);
 	bb_g *joiner = NULL;
 	bool detached = gp->detached, fjoin = false;
@@ -1109,6 +1106,8 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 		gp->joiner = NULL; /* a timed joiner's timer must not ready it too */
 	}
 	bb_lock_release(&gp->lock);
+	if (cached) /* before gp may be reused below, after it is no thread */
+		bb_stack_put(mp->p, &unit);
 	if (detached)
 		bb_gfree(gp);
 	else if (joiner)
@@ -1217,6 +1216,78 @@ static void current_fpenv(bb_ctx *c)
 	__asm__ volatile("fnstcw %0" : "=m"(c->fpucw));
 }
 
+/* a G bb_newproc gave up on, with the stack it had got */
+static void newproc_undo(bb_p *pp, bb_g *gp)
+{
+	bb_stack_unit unit;
+	if (bb_stack_take(gp, &unit))
+		bb_stack_put(pp, &unit);
+	gp->tcb = gp->own_tcb;
+	gp->unit_tcb = false;
+	gp->user_stack = false;
+	gfput(pp, gp);
+}
+
+/* ---- G structs ----
+ *
+ * A G is the pthread_t of its thread: its TCB goes back to the stack
+ * cache with its stack when the thread ends, and only the G waits for the
+ * join. G structs come from one reserved range, never freed, so that a
+ * pthread_t is told from the TCB of a thread bobbin did not make by its
+ * address (bb_g_at). */
+#define G_SLOT ((sizeof(bb_g) + 63) & ~(size_t)63)
+#define G_GROW (2ul << 20)
+static bb_lock gregion_lock;
+static char *gregion;
+static size_t gregion_size, gregion_rw;
+static _Atomic size_t gregion_used;
+uintptr_t bb_gregion_base;
+
+static bb_g *galloc(void)
+{
+	bb_g *gp = NULL;
+	bb_lock_acquire(&gregion_lock);
+	if (gregion == NULL) {
+		/* address space only (PROT_NONE is not committed); pages are
+		 * made usable 2 MiB at a time */
+		for (size_t sz = 16ul << 30; sz >= (64ul << 20) && gregion == NULL; sz /= 4) {
+			void *p = mmap(NULL, sz, PROT_NONE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (p != MAP_FAILED) {
+				gregion = p;
+				gregion_size = sz;
+			}
+		}
+		if (gregion == NULL)
+			goto out;
+		bb_gregion_base = (uintptr_t)gregion;
+	}
+	size_t used = atomic_load_explicit(&gregion_used, memory_order_relaxed);
+	if (used + G_SLOT > gregion_rw) {
+		if (gregion_rw + G_GROW > gregion_size ||
+		    mprotect(gregion + gregion_rw, G_GROW, PROT_READ | PROT_WRITE) != 0)
+			goto out;
+		gregion_rw += G_GROW;
+	}
+	gp = (bb_g *)(gregion + used);
+	atomic_store_explicit(&gregion_used, used + G_SLOT, memory_order_release);
+out:
+	bb_lock_release(&gregion_lock);
+	return gp;
+}
+
+/* the G whose pthread_t th is, or NULL if th is no G's (it may still be
+ * the TCB of main's, or of a thread bobbin did not make) */
+bb_g *bb_g_at(uintptr_t th)
+{
+	uintptr_t off = th - bb_gregion_base;
+	if (bb_gregion_base == 0 || off >= atomic_load_explicit(&gregion_used, memory_order_acquire) ||
+	    off % G_SLOT != 0)
+		return NULL;
+	bb_g *gp = (bb_g *)th;
+	return gp->magic == BB_G_MAGIC ? gp : NULL;
+}
+
 /* Make a new G running fn(arg). On a G holding a P. *err = errno on failure. */
 bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 {
@@ -1228,19 +1299,19 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	guardsize = (guardsize + 4095) & ~(size_t)4095;
 	bb_g *gp = gfget(pp);
 	if (gp == NULL) {
-		gp = calloc(1, sizeof *gp);
+		gp = galloc();
 		if (gp == NULL)
 			goto nomem;
 		bb_allgs_add(gp);
 		gp->magic = BB_G_MAGIC;
 		atomic_store_explicit(&gp->status, Gdead, memory_order_relaxed);
 	}
-	bool reused = gp->tcb != NULL; /* its TCB needs re-initialising */
-	/* the stack: the user's, the cached default one, or a fresh mapping
-	 * (which also holds the TCB of a G that has none yet) */
+	/* the stack: the user's, a cached default one (with its TCB), or a
+	 * fresh mapping (with a new TCB at its top) */
+	bool reused = true; /* the TCB ran a thread before: re-initialise it */
+	gp->tcb = NULL;
+	gp->unit_tcb = false;
 	if (stackaddr) {
-		if (gp->stack_map)
-			bb_stackfree(gp);
 		gp->stack_map = NULL;
 		gp->user_stack = true;
 		gp->stack_lo = (uintptr_t)stackaddr;
@@ -1249,19 +1320,26 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	} else {
 		size_t want = stacksize ? stacksize : defsize;
 		want = (want + 4095) & ~(size_t)4095;
-		if (gp->stack_map && (gp->stack_mapsize != want + guardsize || gp->guardsize != guardsize))
-			bb_stackfree(gp);
-		if (gp->stack_map == NULL && bb_stackalloc(gp, want, guardsize, gp->tcb == NULL) != 0) {
-			gfput(pp, gp);
-			goto nomem;
+		bool def = want == defsize && guardsize == 4096;
+		if (!(def && bb_stack_get(pp, gp))) {
+			if (bb_stackalloc(gp, want, guardsize, def) != 0) {
+				gp->tcb = gp->own_tcb;
+				gfput(pp, gp);
+				goto nomem;
+			}
+			reused = !gp->unit_tcb;
 		}
 	}
-	if (gp->tcb == NULL) {
-		gp->tcb = bb_tcb_alloc();
-		if (gp->tcb == NULL) {
-			gfput(pp, gp);
-			goto nomem;
+	if (!gp->unit_tcb) {
+		if (gp->own_tcb == NULL) {
+			gp->own_tcb = bb_tcb_alloc();
+			if (gp->own_tcb == NULL) {
+				newproc_undo(pp, gp);
+				goto nomem;
+			}
+			reused = false;
 		}
+		gp->tcb = gp->own_tcb;
 	}
 	if (pp->goidcache == pp->goidcacheend) {
 		pp->goidcache = (uint64_t)atomic_fetch_add_explicit(&bb_sched_.goidgen, BB_GOID_BATCH,
@@ -1299,7 +1377,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		if (gp->kaff == NULL)
 			gp->kaff = malloc(BB_KAFF_MAX);
 		if (gp->kaff == NULL) {
-			gfput(pp, gp);
+			newproc_undo(pp, gp);
 			goto nomem;
 		}
 		gp->kaffsize = attr->affsize < BB_KAFF_MAX ? attr->affsize : BB_KAFF_MAX;
@@ -1330,7 +1408,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 			;
 	}
 	if (attr->handle)
-		*attr->handle = gp->tcb; /* visible before the G can run, as in NPTL */
+		*attr->handle = gp; /* visible before the G can run, as in NPTL */
 	/* a dead G is this creator's alone (gfget): a plain release store, not
 	 * a locked CAS, which would wait here for every store above to drain
 	 * (the G's and TCB's lines come from the core the G last ran on) */

@@ -34,7 +34,13 @@
 #define BB_GFREE_LOCAL_MAX 64 /* dead Gs cached per P before spilling to sched */
 #define BB_GOID_BATCH 16
 #define BB_SLICE_INHERITS 61   /* runnext runs sharing one time slice */
-#define BB_GFREE_WARM_MAX 1024 /* globally cached Gs that keep their stack pages */
+#ifdef BB_TEST_SIZES
+#define BB_STACK_LOCAL_MAX 4   /* small, so tests spill, refill and release */
+#define BB_STACK_WARM_MAX 8
+#else
+#define BB_STACK_LOCAL_MAX 32  /* free default stacks cached per P before spilling */
+#define BB_STACK_WARM_MAX 1024 /* globally cached stacks that keep their pages */
+#endif
 
 typedef struct bb_g bb_g;
 typedef struct bb_m bb_m;
@@ -135,8 +141,13 @@ struct bb_g {
 
 	uintptr_t stack_top;  /* end of the thread's block as NPTL reports it: the
 			       * mapping's end when the TCB sits above stack_hi */
-	uintptr_t tcb_pages;  /* the TCB's first page inside stack_map, or 0 */
-	void *tcb;            /* struct pthread of this G; pooled with the G */
+	void *tcb;            /* struct pthread of the running thread: at the top
+			       * of its stack (unit_tcb; both go to the stack
+			       * cache when it ends, and tcb becomes NULL under
+			       * lock) or own_tcb */
+	void *own_tcb;        /* a block of the G's own (malloc), for a stack
+			       * without one at its top; kept with the G */
+	bool unit_tcb;        /* tcb sits at the top of the stack mapping */
 
 	void *(*fn)(void *);
 	void *arg;
@@ -249,8 +260,10 @@ struct bb_p {
 	_Atomic(bb_g *) runq[BB_RUNQ_LEN];
 	_Atomic(bb_g *) runnext;  /* next G to run; CAS by owner and thieves */
 
-	bb_g *gfree;              /* owner P: dead Gs with default-size stacks */
+	bb_g *gfree;              /* owner P: dead Gs (their TCBs, no stacks) */
 	int32_t gfreecnt;
+	void *stkfree;            /* owner P: free default-size stacks (stack.c) */
+	int32_t nstkfree;
 	uint64_t goidcache, goidcacheend; /* owner P: a batch of goids (Go's goidcache) */
 
 	/* timers: the heap under timerslock; timer0when (earliest, 0 = none)
@@ -326,6 +339,8 @@ typedef struct bb_sched {
 	bb_lock gflock;
 	bb_g *gfree;
 	int32_t ngfree;
+	void *stkfree;            /* free stacks spilled from Ps (stack.c) */
+	_Atomic int32_t nstkfree; /* read bare by a P with none */
 	/* counts, on their own cache line: written by every create and exit,
 	 * while spinning Ms keep reading the fields above */
 	_Atomic int64_t goidgen __attribute__((aligned(64))); /* handed out in batches */
@@ -473,6 +488,7 @@ __attribute__((noreturn)) void bb_goexit(void *result);
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
 void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
 bb_g *bb_g_from_tcb(void *tcb);
+bb_g *bb_g_at(uintptr_t th); /* the G that is pthread_t th, or NULL */
 int32_t bb_nlive(void);
 /* The caller is the process's only thread (a shell pipeline's cat or grep,
  * a forked worker): nobody needs its P while it waits, so a wait for I/O
@@ -535,9 +551,14 @@ void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
 /* ---- stack.c ---- */
+typedef struct bb_stack_unit {
+	void *map, *tcb;
+	uintptr_t hi;
+} bb_stack_unit;
 int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
-void bb_stackfree(bb_g *gp);
-void bb_stackrelease(bb_g *gp);
+bool bb_stack_take(bb_g *gp, bb_stack_unit *u);
+void bb_stack_put(bb_p *pp, const bb_stack_unit *u);
+bool bb_stack_get(bb_p *pp, bb_g *gp);
 size_t bb_default_stacksize(void);
 void bb_stack_signal_init(bb_m *mp);
 

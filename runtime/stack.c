@@ -39,8 +39,6 @@ size_t bb_default_stacksize(void)
 	return default_stacksize;
 }
 
-/* with_tcb: the G has no TCB yet; if the stack is roomy, its TLS block and
- * TCB go at the top of the mapping, as NPTL lays out a thread (gp->tcb set) */
 /* Stacks of the default size with a one-page guard are carved from chunks
  * of STACK_CHUNK made at once: one mmap, then every guard in a row while
  * no thread runs on the chunk yet. A burst of thread creation
@@ -123,6 +121,10 @@ void bb_stack_forkchild(void)
 		chunk_next = chunk_end = 0;
 }
 
+/* A stack of size bytes above a guard. with_tcb: the G's TCB and static
+ * TLS go at the top of the mapping, as NPTL lays out a thread (one
+ * mapping, one page fault for the TCB and the first stack frames, no
+ * malloc); gp->tcb is set and gp->unit_tcb marks it as the stack's. */
 int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 {
 	size = (size + PAGE - 1) & ~(PAGE - 1);
@@ -131,18 +133,18 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 	void *p = map_stack(total, guard);
 	if (p == MAP_FAILED)
 		return -1;
-	uintptr_t top = (uintptr_t)p + total, hi = top, tcb_pages = 0;
-	void *tcb = NULL;
+	uintptr_t top = (uintptr_t)p + total, hi = top;
+	gp->unit_tcb = false;
 	if (with_tcb && size >= bb_tcb_footprint() + 64 * 1024) {
 		uintptr_t tls_lo;
-		tcb = bb_tcb_alloc_below(top, &tls_lo);
+		void *tcb = bb_tcb_alloc_below(top, &tls_lo);
 		if (tcb == NULL) {
 			munmap(p, total);
 			return -1;
 		}
 		hi = tls_lo & ~(uintptr_t)63;
-		tcb_pages = tls_lo & ~(PAGE - 1);
 		gp->tcb = tcb;
+		gp->unit_tcb = true;
 	}
 	gp->stack_map = p;
 	gp->stack_mapsize = total;
@@ -150,33 +152,137 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 	gp->stack_lo = (uintptr_t)p + guard;
 	gp->stack_hi = hi;
 	gp->stack_top = top;
-	gp->tcb_pages = tcb_pages;
 	gp->user_stack = false;
 	return 0;
 }
 
-/* Unmap the stack; the pages holding the G's TCB stay (it lives as long as
- * the G). */
-void bb_stackfree(bb_g *gp)
+/* ---- the stack cache ----
+ *
+ * A thread's stack is free the moment the thread has ended, long before
+ * the join that frees its pthread_t (the G). Default-size stacks (the
+ * default size, a one-page guard) go back to their P's cache then, as
+ * Go's stacks go back at goexit, together with the TCB and TLS block at
+ * their top: a burst of short threads runs on a few warm stacks instead
+ * of faulting in fresh memory for every thread not yet joined. LIFO per
+ * P (the warmest first), spilling the colder half to a global list under
+ * sched.gflock past BB_STACK_LOCAL_MAX. Beyond BB_STACK_WARM_MAX stacks on
+ * the global list, spilled stacks give their pages back, all but the top
+ * few a new thread touches at once. Cached stacks are never unmapped: a
+ * TCB, once made, stays readable for racy readers (bb_g_by_tid).
+ *
+ * A stack's entry sits in the top cache line of the stack itself, below
+ * its TCB's block: a page every used stack has touched, and that the
+ * release keeps. */
+typedef struct stk {
+	struct stk *next;
+	void *map;      /* the mapping, guard first */
+	void *tcb;      /* the TCB at its top, or NULL */
+	uintptr_t hi;   /* the stack's end (its TCB's block above) */
+} stk;
+
+static size_t stk_unit(void)
 {
-	if (gp->stack_map && !gp->user_stack) {
-		size_t len = gp->tcb_pages ? gp->tcb_pages - (uintptr_t)gp->stack_map
-					   : gp->stack_mapsize;
-		munmap(gp->stack_map, len);
-	}
-	gp->tcb_pages = 0;
-	gp->stack_map = NULL;
-	gp->stack_lo = gp->stack_hi = gp->stack_top = 0;
+	return bb_default_stacksize() + PAGE;
 }
 
-/* Give back the pages of a cached stack, keeping the top few that a new
- * thread touches at once. */
-void bb_stackrelease(bb_g *gp)
+static void stk_release(stk *s)
 {
 	const size_t keep = 16 * 1024;
-	if (gp->user_stack || gp->stack_hi - gp->stack_lo <= keep)
+	char *lo = (char *)s->map + PAGE;
+	if (s->hi - (uintptr_t)lo > keep)
+		madvise(lo, s->hi - (uintptr_t)lo - keep, MADV_DONTNEED);
+}
+
+/* Take the ended gp's stack, no longer run on, into *s: true if it is a
+ * default one for the cache (bb_stack_put), its TCB with it if that sits
+ * at its top. Any other stack is unmapped now; a user's is left alone.
+ * gp keeps its old bounds for pthread_getattr_np, but owns no stack, and
+ * gp->tcb is for the caller to clear (under gp->lock: pthread_cancel
+ * reads it there). */
+bool bb_stack_take(bb_g *gp, bb_stack_unit *u)
+{
+	void *map = gp->stack_map;
+	if (map == NULL || gp->user_stack)
+		return false;
+	gp->stack_map = NULL;
+	if (gp->stack_mapsize != stk_unit() || gp->guardsize != PAGE) {
+		munmap(map, gp->stack_mapsize);
+		return false;
+	}
+	u->map = map;
+	u->tcb = gp->unit_tcb ? gp->tcb : NULL;
+	u->hi = gp->stack_hi;
+	return true;
+}
+
+void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
+{
+	stk *s = (stk *)(u->hi - 64);
+	s->map = u->map;
+	s->tcb = u->tcb;
+	s->hi = u->hi;
+	s->next = pp->stkfree;
+	pp->stkfree = s;
+	if (++pp->nstkfree < BB_STACK_LOCAL_MAX)
 		return;
-	madvise((void *)gp->stack_lo, gp->stack_hi - gp->stack_lo - keep, MADV_DONTNEED);
+	/* keep the warmer half, spill the rest */
+	stk *keep = pp->stkfree;
+	for (int32_t i = 1; i < BB_STACK_LOCAL_MAX / 2; i++)
+		keep = keep->next;
+	stk *head = keep->next, *tail = head;
+	keep->next = NULL;
+	int32_t n = pp->nstkfree - BB_STACK_LOCAL_MAX / 2;
+	pp->nstkfree = BB_STACK_LOCAL_MAX / 2;
+	bool release = atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed) >=
+		       BB_STACK_WARM_MAX;
+	for (;;) {
+		if (release)
+			stk_release(tail);
+		if (tail->next == NULL)
+			break;
+		tail = tail->next;
+	}
+	bb_lock_acquire(&bb_sched_.gflock);
+	tail->next = bb_sched_.stkfree;
+	bb_sched_.stkfree = head;
+	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree + n, memory_order_relaxed);
+	bb_lock_release(&bb_sched_.gflock);
+}
+
+/* A cached default stack (default size, one-page guard) for gp, with the
+ * TCB at its top if it has one (gp->tcb, gp->unit_tcb): false if none. */
+bool bb_stack_get(bb_p *pp, bb_g *gp)
+{
+	if (pp->stkfree == NULL && atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {
+		bb_lock_acquire(&bb_sched_.gflock);
+		int32_t n = 0;
+		while (n < BB_STACK_LOCAL_MAX / 2 && bb_sched_.stkfree) {
+			stk *s = bb_sched_.stkfree;
+			bb_sched_.stkfree = s->next;
+			s->next = pp->stkfree;
+			pp->stkfree = s;
+			n++;
+		}
+		atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n, memory_order_relaxed);
+		bb_lock_release(&bb_sched_.gflock);
+		pp->nstkfree += n;
+	}
+	stk *s = pp->stkfree;
+	if (s == NULL)
+		return false;
+	pp->stkfree = s->next;
+	pp->nstkfree--;
+	gp->stack_map = s->map;
+	gp->stack_mapsize = stk_unit();
+	gp->guardsize = PAGE;
+	gp->stack_lo = (uintptr_t)s->map + PAGE;
+	gp->stack_hi = s->hi;
+	gp->stack_top = (uintptr_t)s->map + stk_unit();
+	gp->user_stack = false;
+	gp->unit_tcb = s->tcb != NULL;
+	if (s->tcb)
+		gp->tcb = s->tcb;
+	return true;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uctx)

@@ -8,9 +8,10 @@
  * mapping of error numbers to thrd_* results; the objects are glibc's own
  * (mtx_t is a pthread_mutex_t, cnd_t a pthread_cond_t, tss_t a
  * pthread_key_t, once_flag a pthread_once_t), so C11 and pthread calls can
- * be mixed on one object as natively. tss_get/tss_set and
- * thrd_current/thrd_equal need nothing from bobbin: glibc's read the
- * calling thread's own TCB.
+ * be mixed on one object as natively. tss_get/tss_set and thrd_equal
+ * need nothing from bobbin: glibc's read the calling thread's own TCB, or
+ * compare. thrd_current is pthread_self, whose answer for a green thread
+ * is its G (pthread_thread.c), not glibc's TCB.
  */
 #include "shim.h"
 
@@ -34,6 +35,11 @@ static int thrd_result(int err)
 	default:
 		return thrd_error;
 	}
+}
+
+BB_EXPORT thrd_t thrd_current(void)
+{
+	return (thrd_t)pthread_self();
 }
 
 BB_EXPORT int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)

@@ -168,7 +168,6 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	if (gp == NULL || real_cancel == NULL)
 		return real_cancel ? real_cancel(th) : ESRCH;
-	_Atomic int *ch = (_Atomic int *)((char *)gp->tcb + OFF_CANCELHANDLING);
 	bb_m *mp = gp->m;
 	/* blocked in the kernel inside glibc's cancellable wrapper, which made
 	 * it asynchronously cancellable: glibc's SIGCANCEL handler, run on the
@@ -179,10 +178,22 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		       (!gp->is_main || bb_redirect_main_unwind(gp));
 	if (in_call)
 		sigcancel_handler_installed();
+	/* its TCB goes back to the stack cache with its stack when it ends
+	 * (under gp->lock): an ended thread's cancellation is a no-op, as
+	 * NPTL's of a thread that has exited */
+	bb_lock_acquire(&gp->lock);
+	char *tcb = gp->tcb;
+	if (tcb == NULL) {
+		bb_lock_release(&gp->lock);
+		return 0;
+	}
+	_Atomic int *ch = (_Atomic int *)(tcb + OFF_CANCELHANDLING);
 	int old = atomic_load(ch);
 	for (;;) {
-		if (old & (EXITING_BITMASK | TERMINATED_BITMASK))
+		if (old & (EXITING_BITMASK | TERMINATED_BITMASK)) {
+			bb_lock_release(&gp->lock);
 			return 0; /* already on its way out */
+		}
 		/* as glibc marks it: asynchronous in the call, CANCELING only
 		 * (the handler sets CANCELED and unwinds); else both, deferred */
 		int nv = old | CANCELING_BITMASK;
@@ -191,18 +202,19 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 		if (nv == old || atomic_compare_exchange_weak(ch, &old, nv))
 			break;
 	}
+	int state = atomic_load(ch);
+	bb_lock_release(&gp->lock);
 	if (in_call) {
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, 32 /* SIGCANCEL */, 0, 0, 0);
 		return 0;
 	}
-	bool async = (atomic_load(ch) & (CANCELSTATE_BITMASK | CANCELTYPE_BITMASK)) ==
-		     CANCELTYPE_BITMASK;
+	bool async = (state & (CANCELSTATE_BITMASK | CANCELTYPE_BITMASK)) == CANCELTYPE_BITMASK;
 	if (bb_on_g() && gp == bb_getg()) {
 		if (async)
 			bb_testcancel_slow(); /* asynchronous: now */
 		return 0; /* deferred: it acts at its next cancellation point */
 	}
-	if (atomic_load(ch) & CANCELSTATE_BITMASK)
+	if (state & CANCELSTATE_BITMASK)
 		return 0;
 	if (async && atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 &&
 	    bb_async_preempt) {

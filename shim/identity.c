@@ -225,7 +225,7 @@ int bb_tid_kill(pid_t tgid, pid_t tid, int sig)
 	}
 	if (tgid != -1 && tgid != getpid())
 		return -1;
-	return gp ? pthread_kill((pthread_t)gp->tcb, sig) : ESRCH;
+	return gp ? pthread_kill(bb_handle(gp), sig) : ESRCH;
 }
 
 BB_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)

@@ -2,9 +2,10 @@
  * pthread_thread.c — thread lifecycle: create, join (plain, try, timed,
  * clock), detach, exit, getattr_np, setname_np/getname_np.
  *
- * A pthread_t is the address of the G's TCB (struct pthread), exactly as
- * NPTL's is, so glibc's own pthread_self() and pthread_equal() need no
- * interposing. Errors are NPTL's: ESRCH for a handle that is no thread of
+ * A green thread's pthread_t is its G (main's stays its TCB): the TCB and
+ * stack go back to the cache as soon as the thread ends, and only the G
+ * waits for the join. pthread_self() answers the G; pthread_equal()
+ * compares, as glibc's inline one does. Errors are NPTL's: ESRCH for a handle that is no thread of
  * ours, EDEADLK for joining oneself or a thread joining us, EINVAL for a
  * detached thread or one already being joined, EAGAIN when memory runs out.
  */
@@ -253,6 +254,22 @@ BB_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timesp
 }
 
 /* a G from any thread; NPTL's thread by NPTL */
+/* The caller's pthread_t: its G's, or glibc's (the TCB) on main, on a
+ * thread bobbin did not make and on an M's own stack. Read from the TCB
+ * that is installed, so a signal handler or a coroutine gets the thread
+ * it interrupts or runs on, as natively. */
+BB_EXPORT pthread_t pthread_self(void)
+{
+	uintptr_t self;
+	__asm__("mov %%fs:0x10, %0" : "=r"(self)); /* tcbhead_t.self */
+	if (bb_active && bb_tls_m) {
+		bb_g *gp = bb_g_from_tcb((void *)self);
+		if (gp && !gp->is_main)
+			return (pthread_t)gp;
+	}
+	return self;
+}
+
 BB_EXPORT int pthread_detach(pthread_t th)
 {
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;

@@ -168,10 +168,19 @@ static inline int bb_self_tid(void)
 	return tid;
 }
 
-/* the G behind a pthread_t, or NULL if it is not one of ours */
+/* The G behind a pthread_t, or NULL if it is not one of ours. A G's
+ * pthread_t is the G itself (proc.c, "G structs"); main's is its TCB, as
+ * it was before bobbin started. A live G is also found by its TCB. */
 static inline bb_g *bb_g_of(pthread_t th)
 {
-	return bb_g_from_tcb((void *)th);
+	bb_g *gp = bb_g_at((uintptr_t)th);
+	return gp ? gp : bb_g_from_tcb((void *)th);
+}
+
+/* the pthread_t of a G */
+static inline pthread_t bb_handle(bb_g *gp)
+{
+	return gp->is_main ? (pthread_t)gp->tcb : (pthread_t)gp;
 }
 
 void bb_tsd_run_destructors(bb_g *gp);

@@ -792,8 +792,10 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	if (real == NULL)
 		real = (int (*)(pthread_t, int))dlsym(RTLD_NEXT, "pthread_kill");
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
-	if (gp == NULL || (bb_on_g() && gp == bb_getg()))
-		return real(th, sig); /* itself (glibc signals its own kernel thread), or not ours */
+	if (gp == NULL)
+		return real(th, sig); /* not ours */
+	if (bb_on_g() && gp == bb_getg()) /* glibc signals its own kernel thread */
+		return real((pthread_t)gp->tcb, sig);
 	if (sig < 0 || sig > 64)
 		return EINVAL;
 	uint32_t st = atomic_load(&gp->status);

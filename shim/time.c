@@ -282,12 +282,16 @@ BB_EXPORT int clock_getres(clockid_t clk, struct timespec *res)
  * first call on, each G's CPU time is counted. */
 BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
 {
-	int err = REAL(pthread_getcpuclockid)(th, clk);
+	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
+	pthread_t tcb = th; /* glibc's takes the TCB (a G's own while it runs) */
+	if (gp) {
+		tcb = (pthread_t)gp->tcb;
+		if (tcb == 0 || atomic_load(&gp->status) == Gdead)
+			return ESRCH; /* as NPTL's, for a thread that has ended */
+	}
+	int err = REAL(pthread_getcpuclockid)(tcb, clk);
 	if (err != 0 || !bb_on_g())
 		return err;
-	bb_g *gp = bb_g_of(th);
-	if (gp && atomic_load(&gp->status) == Gdead)
-		return ESRCH; /* as NPTL's, for a thread that has ended */
 	if (bb_cpuclock_enable() && gp && !gp->is_main)
 		*clk = bb_cpuclock_id(gp);
 	return 0;

@@ -141,6 +141,111 @@ Test(gstate, ten_thousand_gs_in_batches)
 	cr_assert_geq(atomic_load(&bb_sched_.goidgen), TOTAL + 1);
 }
 
+/* ---- the stack cache: an ended thread's stack and TCB are free at once ---- */
+
+struct where {
+	uintptr_t sp;  /* a frame of the G, on its stack */
+	uintptr_t tcb; /* its fs base */
+	bb_g *self;
+};
+
+static void *where_am_i(void *arg)
+{
+	struct where *w = arg;
+	w->sp = (uintptr_t)__builtin_frame_address(0);
+	w->tcb = bb_getfsbase();
+	w->self = bb_getg();
+	return arg;
+}
+
+/* Each G ends before the next is made, and none is joined until the end:
+ * a zombie keeps only its G, so all of them run on the first one's stack
+ * and TCB (they went to the P's cache at its exit). Before, every zombie
+ * kept its own 8 MiB stack and TCB until its join. */
+Test(gstate, an_ended_thread_frees_its_stack_and_tcb_before_the_join)
+{
+	rt_start(1);
+	enum { N = 100 };
+	static struct where w[N];
+	bb_g *gs[N];
+	for (int i = 0; i < N; i++) {
+		gs[i] = rt_go(where_am_i, &w[i]);
+		rt_wait_status(gs[i], Gdead);
+		cr_assert(gs[i]->exited, "G%d: a zombie waiting for its joiner", i);
+		cr_assert_null(gs[i]->stack_map, "G%d: the zombie still owns its stack", i);
+		cr_assert_null(gs[i]->tcb, "G%d: the zombie still owns its TCB", i);
+	}
+	for (int i = 1; i < N; i++) {
+		cr_assert_eq(w[i].tcb, w[0].tcb, "G%d ran on TCB %#lx, not the freed %#lx", i,
+			     (unsigned long)w[i].tcb, (unsigned long)w[0].tcb);
+		cr_assert(w[i].sp >> 16 == w[0].sp >> 16, "G%d ran on another stack (%#lx vs %#lx)",
+			  i, (unsigned long)w[i].sp, (unsigned long)w[0].sp);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(w[i].self, gs[i]);
+		cr_assert_eq(rt_join(gs[i]), &w[i], "the join still gets G%d's result", i);
+	}
+}
+
+static _Atomic int gate, nparked;
+static long gateaddr;
+
+static bool gate_closed(void *addr, void *arg)
+{
+	return !atomic_load(&gate);
+}
+
+static void *park_at_gate(void *arg)
+{
+	where_am_i(arg);
+	atomic_fetch_add(&nparked, 1);
+	while (!atomic_load(&gate))
+		bb_sema_park(&gateaddr, gate_closed, NULL, waitReasonSema, 0, NULL, NULL);
+	return arg;
+}
+
+/* Rounds of 40 Gs alive at once on two Ps, then ending at once: with the
+ * test sizes (4 stacks per P, 8 kept warm) every round spills stacks to
+ * the global list, refills from it and gives pages back. No stack or TCB
+ * may be handed to two live threads, and each G's frame is inside the
+ * stack it was given. */
+Test(gstate, cached_stacks_are_never_shared_by_two_live_threads)
+{
+	rt_start(2);
+	enum { N = 40, ROUNDS = 15 };
+	static struct where w[N];
+	bb_g *gs[N];
+	for (int r = 0; r < ROUNDS; r++) {
+		atomic_store(&gate, 0);
+		atomic_store(&nparked, 0);
+		for (int i = 0; i < N; i++)
+			gs[i] = rt_go(park_at_gate, &w[i]);
+		for (long k = 0; atomic_load(&nparked) < N; k++) {
+			cr_assert(k < 10 * 1000 * 1000, "round %d: only %d of %d Gs parked", r,
+				  atomic_load(&nparked), N);
+			bb_gosched();
+		}
+		for (int i = 0; i < N; i++) {
+			cr_assert(w[i].sp >= gs[i]->stack_lo && w[i].sp < gs[i]->stack_hi,
+				  "round %d G%d: frame %#lx outside its stack [%#lx, %#lx)", r, i,
+				  (unsigned long)w[i].sp, (unsigned long)gs[i]->stack_lo,
+				  (unsigned long)gs[i]->stack_hi);
+			cr_assert_eq(w[i].tcb, (uintptr_t)gs[i]->tcb);
+			for (int j = 0; j < i; j++) {
+				cr_assert_neq(gs[i]->stack_lo, gs[j]->stack_lo,
+					      "round %d: G%d and G%d live on one stack", r, i, j);
+				cr_assert_neq(w[i].tcb, w[j].tcb,
+					      "round %d: G%d and G%d live on one TCB", r, i, j);
+			}
+		}
+		atomic_store(&gate, 1);
+		bb_sema_wake(&gateaddr, N);
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(rt_join(gs[i]), &w[i]);
+	}
+	cr_assert_eq(bb_nlive(), 1, "every G but G1 has exited");
+}
+
 /* ---- fairness: a runnext ping-pong pair must not starve other Gs ----
  *
  * Two Gs hand a turn back and forth through bb_sema_wake/bb_sema_park; each
