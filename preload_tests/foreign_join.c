@@ -145,7 +145,6 @@ static void callback(union sigval sv)
 }
 
 /* part 3 */
-static ucontext_t back, coro;
 static pthread_t c_target, c_made;
 static long c_val;
 static int c_join, c_self, c_selftry;
@@ -163,13 +162,7 @@ static void coroutine(void)
 static void *coroutine_owner(void *arg)
 {
     (void)arg;
-    static char stack[256 * 1024];
-    getcontext(&coro);
-    coro.uc_stack.ss_sp = stack;
-    coro.uc_stack.ss_size = sizeof stack;
-    coro.uc_link = &back;
-    makecontext(&coro, coroutine, 0);
-    swapcontext(&back, &coro);
+    probe_on_coroutine(coroutine);
     void *r = NULL;
     int j = pthread_join(c_made, &r);
     return (void *)(intptr_t)(j == 0 ? (long)(intptr_t)r : -j);
@@ -188,14 +181,7 @@ int main(void)
     REQUIRE(pthread_create(&ga, NULL, value_after, (void *)(intptr_t)11) == 0, "create");
     REQUIRE(pthread_create(&gb, NULL, wait_release, (void *)(intptr_t)1) == 0, "create");
     REQUIRE(pthread_create(&gd, NULL, short_life, (void *)(intptr_t)4) == 0, "create");
-    struct sigevent se;
-    memset(&se, 0, sizeof se);
-    se.sigev_notify = SIGEV_THREAD;
-    se.sigev_notify_function = callback;
-    timer_t tm;
-    REQUIRE(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
-    struct itimerspec its = {{0, 0}, {0, 1000000}};
-    timer_settime(tm, 0, &its, NULL);
+    timer_t tm = probe_callback_soon(callback);
     sem_wait(&cb_done);
     timer_delete(tm);
     printf("1: tryjoin %s, timed join %s, join %d value %ld, detach %d, again %s\n",
@@ -235,9 +221,7 @@ int main(void)
     if (geteuid() == 0) {
         sem_init(&in_waiting_cb, 0, 0);
         sem_init(&release_cb, 0, 0);
-        se.sigev_notify_function = waiting_callback;
-        REQUIRE(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
-        timer_settime(tm, 0, &its, NULL);
+        tm = probe_callback_soon(waiting_callback);
         sem_wait(&in_waiting_cb);
         int a = setresgid(1, 1, 0);
         int on = all_gids(1);

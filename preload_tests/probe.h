@@ -13,10 +13,13 @@
 #ifndef BOBBIN_PROBE_H
 #define BOBBIN_PROBE_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <ucontext.h>
 
 #define PROBE_PASS 0
 #define PROBE_FAIL 1
@@ -104,5 +107,37 @@ static inline int probe_on_signal(int sig, void (*h)(int), int flags)
     return sigaction(sig, &sa, NULL);
 }
 #endif
+
+/* fn runs on a stack of its own (a makecontext coroutine) on the calling
+ * thread, which goes on when fn returns: code off the thread's own stack */
+static inline void probe_on_coroutine(void (*fn)(void))
+{
+    enum { SIZE = 256 * 1024 };
+    ucontext_t back, co;
+    char *stack = malloc(SIZE);
+    REQUIRE(stack != NULL && getcontext(&co) == 0, "coroutine");
+    co.uc_stack.ss_sp = stack;
+    co.uc_stack.ss_size = SIZE;
+    co.uc_link = &back;
+    makecontext(&co, fn, 0);
+    REQUIRE(swapcontext(&back, &co) == 0, "swapcontext");
+    free(stack);
+}
+
+/* fn runs once, 1 ms from now, on a thread glibc makes for it (a
+ * SIGEV_THREAD timer's helper: a thread bobbin did not make). The timer is
+ * the caller's to delete. */
+static inline timer_t probe_callback_soon(void (*fn)(union sigval))
+{
+    struct sigevent se;
+    memset(&se, 0, sizeof se);
+    se.sigev_notify = SIGEV_THREAD;
+    se.sigev_notify_function = fn;
+    timer_t tm;
+    REQUIRE(timer_create(CLOCK_MONOTONIC, &se, &tm) == 0, "timer_create");
+    struct itimerspec its = {{0, 0}, {0, 1000000}};
+    REQUIRE(timer_settime(tm, 0, &its, NULL) == 0, "timer_settime");
+    return tm;
+}
 
 #endif

@@ -13,4 +13,15 @@ void bb_fd_forget(int fd);
 void bb_fd_own_socket(int fd, bool user_nonblock);
 void bb_fd_unforce_inheritable(void);
 
+/* Off a G (a thread bobbin did not make, a coroutine's stack, a handler on
+ * an M's own stack) a call may block its OS thread, as natively; but on a
+ * socket that bobbin keeps non-blocking for real while the program sees
+ * it blocking, the kernel would answer EAGAIN where the program expects a
+ * wait. Its view then, NULL for any other fd (io.c emulates the wait). */
+static inline bb_pd *bb_fd_forced_off_g(int fd)
+{
+	bb_pd *pd = bb_active ? bb_pd_peek(fd) : NULL;
+	return pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd) ? pd : NULL;
+}
+
 #endif

@@ -38,6 +38,7 @@ typedef struct ioreq {
 	struct sockaddr *addr;
 	socklen_t *addrlen;
 	struct msghdr *msg;
+	struct timespec *ts; /* recvmmsg's */
 } ioreq;
 
 static ssize_t blocking_call(ioreq *r)
@@ -114,10 +115,77 @@ static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
 	return n;
 }
 
+/* ---- off a G: bb_fd_forced_off_g's sockets ----
+ *
+ * The blocking the program expects, emulated on its OS thread: the call,
+ * and on EAGAIN a wait in the kernel's poll for any of fds' events, then
+ * the call again. SO_RCVTIMEO/SO_SNDTIMEO bound the wait (deadline, 0:
+ * none): ETIMEDOUT. An interrupted poll goes on waiting, as a call that
+ * SA_RESTART restarts does. The waits are libc's poll and nanosleep, not
+ * raw system calls: with the pc in libc, sysmon takes the P of an M that
+ * a coroutine holds here (preempt.c), as for any blocking call there. Readiness that keeps lying (a datagram socket
+ * whose receiver is full) is waited out by sleeps doubling from 20 µs to
+ * 2 ms (*tries counts the waits of one call); with n == 0 there is only
+ * such a sleep (a Unix listener's full backlog). */
+static int wait_off_g(const int *fds, const short *events, int n, int64_t deadline, int *tries)
+{
+	struct pollfd p[2];
+	for (int i = 0; i < n; i++)
+		p[i] = (struct pollfd){fds[i], events[i], 0};
+	/* n == 0: nothing to wait for but time, a pause each try */
+	int t = ++*tries;
+	if (n == 0 || t > 2) {
+		int step = n == 0 ? t - 1 : t - 3;
+		int64_t pause = step < 7 ? 20000LL << step : 2000000;
+		if (deadline && bb_nanotime() + pause > deadline)
+			pause = deadline - bb_nanotime();
+		if (pause > 0) {
+			struct timespec ts = {0, (long)pause};
+			(bb_real.nanosleep ? bb_real.nanosleep : nanosleep)(&ts, NULL);
+		}
+		if (n == 0)
+			return deadline && bb_nanotime() >= deadline ? ETIMEDOUT : 0;
+	}
+	for (;;) {
+		int ms = -1;
+		if (deadline) {
+			int64_t left = deadline - bb_nanotime();
+			if (left <= 0)
+				return ETIMEDOUT;
+			ms = (int)((left + 999999) / 1000000);
+		}
+		int k = REAL(poll)(p, (nfds_t)n, ms);
+		if ((k > 0 || (k < 0 && errno != EINTR)) || (k == 0 && deadline == 0))
+			return 0;
+	}
+}
+
+static ssize_t io_off_g(ioreq *r)
+{
+	bb_pd *pd = bb_fd_forced_off_g(r->fd);
+	if (pd == NULL)
+		return r->call(r, false);
+	int saved = errno, tries = 0;
+	int64_t deadline = deadline_of(pd, r->mode);
+	short ev = r->mode == WR ? POLLOUT : POLLIN;
+	for (;;) {
+		ssize_t n = r->call(r, false);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			if (n >= 0)
+				errno = saved;
+			return n;
+		}
+		if (wait_off_g(&r->fd, &ev, 1, deadline, &tries) != 0) {
+			errno = EAGAIN; /* SO_RCVTIMEO/SO_SNDTIMEO expired */
+			return -1;
+		}
+	}
+}
+
 static ssize_t do_io(ioreq *r)
 {
 	if (!bb_on_g())
-		return r->call(r, false);
+		return io_off_g(r);
 	bb_pd *pd = bb_fd_view(r->fd);
 	if (pd == NULL) /* not open when looked at: the kernel answers, maybe for a
 			   file another thread has opened under the number since */
@@ -205,7 +273,7 @@ static ssize_t do_io(ioreq *r)
  * writes, as the kernel does for a blocking stream */
 static ssize_t do_write_all(ioreq *r)
 {
-	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : NULL;
+	bb_pd *pd = bb_on_g() ? bb_fd_view(r->fd) : bb_fd_forced_off_g(r->fd);
 	if (pd == NULL || BB_PD_UNB(pd) || pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER)
 		return do_io(r);
 	size_t total = r->len, done = 0;
@@ -519,8 +587,23 @@ static ssize_t c_accept(ioreq *r, bool nowait)
 
 BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	if (!bb_on_g())
-		return REAL(accept4)(fd, addr, addrlen, flags);
+	if (!bb_on_g()) {
+		bb_pd *pd = bb_fd_forced_off_g(fd);
+		int saved = errno, tries = 0;
+		short ev = POLLIN;
+		for (;;) {
+			int nfd = REAL(accept4)(fd, addr, addrlen, flags);
+			if (pd == NULL || nfd >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+				if (pd && nfd >= 0)
+					errno = saved;
+				return nfd;
+			}
+			if (wait_off_g(&fd, &ev, 1, deadline_of(pd, RD), &tries) != 0) {
+				errno = EAGAIN;
+				return -1;
+			}
+		}
+	}
 	bb_pd *pd = bb_fd_view(fd);
 	if (pd == NULL || pd->kind != BB_FD_SOCKET) /* see do_io */
 		return BB_IN_SYSCALL(int, REAL(accept4)(fd, addr, addrlen, flags), true);
@@ -594,12 +677,51 @@ static int connect_when_room(int fd, const struct sockaddr *addr, socklen_t len,
 	}
 }
 
+/* the outcome of a non-blocking connect the socket was writable after */
+static int connect_outcome(int fd, int saved)
+{
+	int soerr = 0;
+	socklen_t sl = sizeof soerr;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
+		return -1;
+	if (soerr != 0) {
+		errno = soerr;
+		return -1;
+	}
+	errno = saved;
+	return 0;
+}
+
+static int connect_off_g(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	bb_pd *pd = bb_fd_forced_off_g(fd);
+	int saved = errno, tries = 0;
+	int64_t deadline = pd ? deadline_of(pd, WR) : 0;
+	int r = REAL(connect)(fd, addr, len);
+	/* a Unix listener's full backlog: try again after pauses */
+	while (pd && r != 0 && errno == EAGAIN) {
+		if (wait_off_g(NULL, NULL, 0, deadline, &tries) != 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+		r = REAL(connect)(fd, addr, len);
+	}
+	if (pd == NULL || r == 0 || errno != EINPROGRESS)
+		return r;
+	short ev = POLLOUT;
+	if (wait_off_g(&fd, &ev, 1, deadline, &tries) != 0) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return connect_outcome(fd, saved);
+}
+
 /* connect on a socket the program sees as blocking: a non-blocking connect,
  * then wait for writability and read the outcome from SO_ERROR */
 BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	if (!bb_on_g())
-		return REAL(connect)(fd, addr, len);
+		return connect_off_g(fd, addr, len);
 	bb_pd *pd = bb_fd_view(fd);
 	/* closed when looked at, or a socket bobbin does not keep non-blocking:
 	 * the kernel's call, which may wait (see do_io) */
@@ -626,16 +748,7 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = err == ETIMEDOUT ? ETIMEDOUT : EBADF;
 		return -1;
 	}
-	int soerr = 0;
-	socklen_t sl = sizeof soerr;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
-		return -1;
-	if (soerr != 0) {
-		errno = soerr;
-		return -1;
-	}
-	errno = saved;
-	return 0;
+	return connect_outcome(fd, saved);
 }
 
 /* positioned I/O: regular files (and ESPIPE for the rest), inside
@@ -704,42 +817,59 @@ BB_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t of
 	__attribute__((alias("pwritev2")));
 
 /* out is a socket: a socket bobbin made non-blocking waits for room on the
- * netpoller; any other out fd blocks inside entersyscall */
+ * netpoller (off a G: in poll), and sends the whole count, as the kernel's
+ * sendfile to a blocking socket does (unless the input ends first, or a
+ * signal or an error stops it after part: then the part); any other out fd
+ * blocks inside entersyscall */
 BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
 	static ssize_t (*real)(int, int, off_t *, size_t);
 	if (real == NULL)
 		real = (ssize_t(*)(int, int, off_t *, size_t))next("sendfile");
-	if (!bb_on_g())
-		return real(out, in, off, count);
-	bb_pd *pd = bb_fd_view(out);
-	if (pd == NULL || !BB_PD_FORCED(pd)) { /* may wait in the kernel (see connect) */
-		bb_entersyscall();
+	bool on_g = bb_on_g();
+	bb_pd *pd = on_g ? bb_fd_view(out) : bb_fd_forced_off_g(out);
+	if (pd == NULL || !BB_PD_FORCED(pd) || BB_PD_UNB(pd)) {
+		if (!on_g || (pd && BB_PD_FORCED(pd))) /* the program's own EAGAIN */
+			return real(out, in, off, count);
+		bb_entersyscall(); /* may wait in the kernel (see connect) */
 		ssize_t n = real(out, in, off, count);
 		int e = errno;
 		bb_exitsyscall();
 		errno = e;
 		return n;
 	}
-	int saved = errno;
-	for (;;) {
-		ssize_t n = real(out, in, off, count);
-		if (n >= 0) {
-			errno = saved;
-			return n;
+	int saved = errno, tries = 0;
+	int64_t deadline = deadline_of(pd, WR);
+	short ev = POLLOUT;
+	size_t done = 0;
+	while (done < count) {
+		ssize_t n = real(out, in, off, count - done);
+		if (n > 0) {
+			done += (size_t)n;
+			tries = 0;
+			continue;
 		}
+		if (n == 0) /* the input has ended */
+			break;
 		if (errno != EAGAIN)
-			return -1;
-		int err = bb_netpoll_wait(out, WR, deadline_of(pd, WR));
-		if (bb_take_eintr()) {
+			return done > 0 ? (ssize_t)done : -1;
+		int err = on_g ? bb_netpoll_wait(out, WR, deadline)
+			       : wait_off_g(&out, &ev, 1, deadline, &tries);
+		if (on_g && bb_take_eintr()) {
+			if (done > 0)
+				break;
 			errno = EINTR;
 			return -1;
 		}
 		if (err) {
+			if (done > 0)
+				break;
 			errno = err == EBADF ? EBADF : EAGAIN;
 			return -1;
 		}
 	}
+	errno = saved;
+	return (ssize_t)done;
 }
 
 BB_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
@@ -750,8 +880,25 @@ BB_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t 
 	static ssize_t (*real)(int, loff_t *, int, loff_t *, size_t, unsigned);
 	if (real == NULL)
 		real = (ssize_t(*)(int, loff_t *, int, loff_t *, size_t, unsigned))next("splice");
-	if (!bb_on_g() || (flags & SPLICE_F_NONBLOCK))
+	if (flags & SPLICE_F_NONBLOCK)
 		return real(in, offin, out, offout, len, flags);
+	if (!bb_on_g()) {
+		/* a socket end bobbin keeps non-blocking answers EAGAIN where
+		 * the program expects a wait: wait for either end, in poll */
+		if (!bb_fd_forced_off_g(in) && !bb_fd_forced_off_g(out))
+			return real(in, offin, out, offout, len, flags);
+		int saved = errno, tries = 0, fds[2] = {in, out};
+		short ev[2] = {POLLIN, POLLOUT};
+		for (;;) {
+			ssize_t n = real(in, offin, out, offout, len, flags);
+			if (n >= 0 || errno != EAGAIN) {
+				if (n >= 0)
+					errno = saved;
+				return n;
+			}
+			wait_off_g(fds, ev, 2, 0, &tries);
+		}
+	}
 	/* a non-blocking splice, and between tries wait for either end */
 	int saved = errno;
 	for (;;) {
@@ -786,7 +933,7 @@ static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned, int);
 static ssize_t c_recvmmsg(ioreq *r, bool nowait)
 {
 	return real_recvmmsg(r->fd, (struct mmsghdr *)r->msg, (unsigned)r->len,
-			     r->flags | (nowait ? MSG_DONTWAIT : 0), NULL);
+			     r->flags | (nowait ? MSG_DONTWAIT : 0), r->ts);
 }
 
 static ssize_t c_sendmmsg(ioreq *r, bool nowait)
@@ -795,14 +942,20 @@ static ssize_t c_sendmmsg(ioreq *r, bool nowait)
 			     r->flags | (nowait ? MSG_DONTWAIT : 0));
 }
 
-/* with a timeout, recvmmsg keeps its kernel semantics inside entersyscall */
+/* With a timeout, recvmmsg keeps its kernel semantics inside entersyscall
+ * (the timeout is looked at only after each datagram: the kernel's waits
+ * for the first one without end). On a socket bobbin keeps non-blocking,
+ * the wait for the first datagram is bobbin's, then the call takes what
+ * has come. */
 BB_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *ts)
 {
 	if (real_recvmmsg == NULL)
 		real_recvmmsg = (int (*)(int, struct mmsghdr *, unsigned, int, struct timespec *))next("recvmmsg");
-	if (!bb_on_g() || (flags & MSG_DONTWAIT))
+	bool on_g = bb_on_g();
+	if ((flags & MSG_DONTWAIT) || (!on_g && !bb_fd_forced_off_g(fd)))
 		return real_recvmmsg(fd, v, n, flags, ts);
-	if (ts) {
+	bb_pd *pd = on_g ? bb_fd_view(fd) : NULL;
+	if (on_g && ts && (pd == NULL || !BB_PD_FORCED(pd))) {
 		bb_entersyscall();
 		int r = real_recvmmsg(fd, v, n, flags, ts);
 		int e = errno;
@@ -811,7 +964,7 @@ BB_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct 
 		return r;
 	}
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmmsg, .msg = (struct msghdr *)v,
-		   .len = n, .flags = flags};
+		   .len = n, .flags = flags, .ts = ts};
 	return (int)do_io(&r);
 }
 
@@ -819,7 +972,7 @@ BB_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
 	if (real_sendmmsg == NULL)
 		real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned, int))next("sendmmsg");
-	if (!bb_on_g() || (flags & MSG_DONTWAIT))
+	if ((flags & MSG_DONTWAIT) || (!bb_on_g() && !bb_fd_forced_off_g(fd)))
 		return real_sendmmsg(fd, v, n, flags);
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmmsg, .msg = (struct msghdr *)v,
 		   .len = n, .flags = flags};

@@ -5,7 +5,7 @@
  * Gs that wait for the lock in the kernel wait only for a running G.
  * Also dprintf and vdprintf, which write through glibc's internal write.
  */
-#include "shim.h"
+#include "fdtab.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -51,7 +51,7 @@ BB_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 	static int (*real)(int, const char *, va_list);
 	if (real == NULL)
 		real = (int (*)(int, const char *, va_list))dlsym(RTLD_NEXT, "vdprintf");
-	if (!bb_on_g())
+	if (!bb_on_g() && !bb_fd_forced_off_g(fd))
 		return real(fd, fmt, ap);
 	char *text;
 	int n = vasprintf(&text, fmt, ap);
