@@ -98,11 +98,7 @@ WRAP_NEXT(int, mq_send, (mqd_t q, const char *msg, size_t len, unsigned prio),
 	  (q, msg, len, prio), true)
 WRAP_NEXT(int, mq_timedsend, (mqd_t q, const char *msg, size_t len, unsigned prio,
 			      const struct timespec *ts), (q, msg, len, prio, ts), true)
-/* pipe-to-pipe copies, and wait3 (glibc's calls its internal wait4) */
-WRAP_NEXT(ssize_t, tee, (int in, int out, size_t len, unsigned flags), (in, out, len, flags),
-	  false)
-WRAP_NEXT(ssize_t, vmsplice, (int fd, const struct iovec *iov, size_t n, unsigned flags),
-	  (fd, iov, n, flags), false)
+/* wait3 (glibc's calls its internal wait4); tee and vmsplice are io.c's */
 WRAP_NEXT(pid_t, wait3, (int *st, int opt, struct rusage *ru), (st, opt, ru), false)
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), false)
 WRAP_NEXT(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *ts),

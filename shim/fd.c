@@ -2,8 +2,12 @@
  * fd.c — the program's view of its file descriptors, and the calls that
  * create, change or close them.
  *
- * bobbin never changes a file's status flags (a pipe or terminal may be
- * shared with other processes). It learns, per fd, lazily on the first
+ * bobbin changes no file's status flags but those of the sockets and pipes
+ * a green thread makes, which it keeps non-blocking for real (as Go does)
+ * while only this process uses them: at a fork, exec or spawn, in stdio's
+ * hands (fdopen, fd 0-2), they go back to the mode the program asked for
+ * (unforce). Others (inherited, terminals, files) may be shared with other
+ * processes and are never changed. It learns, per fd, lazily on the first
  * blocking call: what kind of file it is (socket, pipe/FIFO, other pollable,
  * regular file) and whether the *program* asked for O_NONBLOCK — then keeps
  * that view current through fcntl(F_SETFL), ioctl(FIONBIO), setsockopt
@@ -266,17 +270,29 @@ BB_EXPORT int dup(int fd)
  * non-blocking for real (as Go does) and keeps the program's view apart, so
  * accept, connect, read and write need no extra system call. F_GETFL
  * reports the program's view; exec* restores blocking mode first. */
-void bb_fd_own_socket(int fd, bool user_nonblock)
+/* A socket or pipe end made on a G, non-blocking for real (the program
+ * asked for user_nonblock): bobbin's to keep so, until stdio or another
+ * program may use it directly (unforce) */
+static void own_fd(int fd, uint8_t kind, bool user_nonblock)
 {
 	bb_fd_forget(fd);
 	bb_pd *pd = bb_pd_get(fd);
-	if (pd == NULL)
-		return;
-	bb_fdesc *d = desc_new(user_nonblock, !user_nonblock);
-	if (d)
-		view_install(pd, d, BB_FD_SOCKET, false, 0, 0, true);
-	if (fd <= 2) /* made as stdin, stdout or stderr: stdio's (unforce) */
-		unforce(fd);
+	bb_fdesc *d = pd ? desc_new(user_nonblock, !user_nonblock) : NULL;
+	if (d) {
+		view_install(pd, d, kind, kind == BB_FD_PIPE, 0, 0, true);
+		if (fd <= 2) /* made as stdin, stdout or stderr: stdio's (unforce) */
+			unforce(fd);
+	} else if (!user_nonblock) {
+		/* no view to remember it by: the mode the program asked for */
+		long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
+		if (fl >= 0)
+			bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK);
+	}
+}
+
+void bb_fd_own_socket(int fd, bool user_nonblock)
+{
+	own_fd(fd, BB_FD_SOCKET, user_nonblock);
 }
 
 BB_EXPORT int socket(int domain, int type, int protocol)
@@ -302,28 +318,31 @@ BB_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
 	return r;
 }
 
-BB_EXPORT int pipe(int fds[2])
+/* A pipe made on a G is kept non-blocking for real, as a socket is: its
+ * reads and writes are then plain read/write, not preadv2/pwritev2 with
+ * RWF_NOWAIT (about 125 ns more a call here), until another program or
+ * stdio may share it (unforce). */
+BB_EXPORT int pipe2(int fds[2], int flags)
 {
-	int r = REAL(pipe)(fds);
+	bool mine = bb_on_g();
+	int r = REAL(pipe2)(fds, mine ? flags | O_NONBLOCK : flags);
 	if (r == 0) {
-		newfd(fds[0]);
-		newfd(fds[1]);
+		if (mine) {
+			own_fd(fds[0], BB_FD_PIPE, (flags & O_NONBLOCK) != 0);
+			own_fd(fds[1], BB_FD_PIPE, (flags & O_NONBLOCK) != 0);
+		} else {
+			newfd(fds[0]);
+			newfd(fds[1]);
+		}
 		if (bb_active)
 			bb_netpoll_link_peers(fds[0], fds[1]);
 	}
 	return r;
 }
 
-BB_EXPORT int pipe2(int fds[2], int flags)
+BB_EXPORT int pipe(int fds[2])
 {
-	int r = REAL(pipe2)(fds, flags);
-	if (r == 0) {
-		newfd(fds[0]);
-		newfd(fds[1]);
-		if (bb_active)
-			bb_netpoll_link_peers(fds[0], fds[1]);
-	}
-	return r;
+	return pipe2(fds, 0);
 }
 
 static int open_common(int fd)

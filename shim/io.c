@@ -4,8 +4,11 @@
  *
  * How a blocking call is made without blocking the M, for a file the
  * program left blocking:
- *   sockets        the call with MSG_DONTWAIT; on EAGAIN park until ready
- *   pipes, FIFOs   preadv2/pwritev2 with RWF_NOWAIT; the same
+ *   sockets and pipes made on a green thread: non-blocking for real (fd.c),
+ *                  the plain call; on EAGAIN park until ready
+ *   other sockets  the call with MSG_DONTWAIT; the same
+ *   other pipes,   preadv2/pwritev2 with RWF_NOWAIT; the same
+ *   FIFOs
  *   other pollable readiness first (poll, timeout 0), then the call inside
  *   (terminals)    entersyscall
  *   regular files  the call inside entersyscall (sysmon hands off the P if
@@ -874,57 +877,113 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 
 BB_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t count) __attribute__((alias("sendfile")));
 
-BB_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t len,
-			 unsigned flags)
+/* splice, tee and vmsplice: one call between pipes (and a file or socket
+ * for splice), made by op with the flags given. Where the program expects
+ * it to block: a non-blocking call, and between tries a wait for either
+ * end (fds, events). Off a G it blocks its OS thread, unless an end is one
+ * bobbin keeps non-blocking (a wait in poll then). */
+typedef struct pipeop {
+	ssize_t (*op)(const struct pipeop *p, unsigned flags);
+	int in, out;
+	loff_t *offin, *offout;
+	size_t len;
+	const struct iovec *iov;
+} pipeop;
+
+static ssize_t pipe_call(const pipeop *p, const int *fds, const short *ev, int n, unsigned flags)
 {
-	static ssize_t (*real)(int, loff_t *, int, loff_t *, size_t, unsigned);
-	if (real == NULL)
-		real = (ssize_t(*)(int, loff_t *, int, loff_t *, size_t, unsigned))next("splice");
 	if (flags & SPLICE_F_NONBLOCK)
-		return real(in, offin, out, offout, len, flags);
+		return p->op(p, flags);
+	int saved = errno;
 	if (!bb_on_g()) {
-		/* a socket end bobbin keeps non-blocking answers EAGAIN where
-		 * the program expects a wait: wait for either end, in poll */
-		if (!bb_fd_forced_off_g(in) && !bb_fd_forced_off_g(out))
-			return real(in, offin, out, offout, len, flags);
-		int saved = errno, tries = 0, fds[2] = {in, out};
-		short ev[2] = {POLLIN, POLLOUT};
-		for (;;) {
-			ssize_t n = real(in, offin, out, offout, len, flags);
-			if (n >= 0 || errno != EAGAIN) {
-				if (n >= 0)
+		bool forced = false;
+		for (int i = 0; i < n; i++)
+			forced |= bb_fd_forced_off_g(fds[i]) != NULL;
+		if (!forced)
+			return p->op(p, flags);
+		for (int tries = 0;;) {
+			ssize_t k = p->op(p, flags);
+			if (k >= 0 || errno != EAGAIN) {
+				if (k >= 0)
 					errno = saved;
-				return n;
+				return k;
 			}
-			wait_off_g(fds, ev, 2, 0, &tries);
+			wait_off_g(fds, ev, n, 0, &tries);
 		}
 	}
-	/* a non-blocking splice, and between tries wait for either end */
-	int saved = errno;
 	for (;;) {
-		ssize_t n = real(in, offin, out, offout, len, flags | SPLICE_F_NONBLOCK);
-		if (n >= 0) {
+		ssize_t k = p->op(p, flags | SPLICE_F_NONBLOCK);
+		if (k >= 0) {
 			errno = saved;
-			return n;
+			return k;
 		}
 		if (errno != EAGAIN)
 			return -1;
-		int fds[2] = {in, out};
-		short ev[2] = {POLLIN, POLLOUT};
-		int err = bb_netpoll_wait_many(fds, ev, 2, 0);
+		int err = bb_netpoll_wait_many(fds, ev, n, 0);
 		if (bb_take_eintr()) {
 			errno = EINTR;
 			return -1;
 		}
-		if (err == EPERM) {
+		if (err == EPERM) { /* an end that cannot be polled */
 			bb_entersyscall();
-			n = real(in, offin, out, offout, len, flags);
+			k = p->op(p, flags);
 			int e = errno;
 			bb_exitsyscall();
 			errno = e;
-			return n;
+			return k;
 		}
 	}
+}
+
+static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned);
+static ssize_t (*real_tee)(int, int, size_t, unsigned);
+static ssize_t (*real_vmsplice)(int, const struct iovec *, size_t, unsigned);
+
+static ssize_t op_splice(const pipeop *p, unsigned flags)
+{
+	return real_splice(p->in, p->offin, p->out, p->offout, p->len, flags);
+}
+
+static ssize_t op_tee(const pipeop *p, unsigned flags)
+{
+	return real_tee(p->in, p->out, p->len, flags);
+}
+
+static ssize_t op_vmsplice(const pipeop *p, unsigned flags)
+{
+	return real_vmsplice(p->out, p->iov, p->len, flags);
+}
+
+BB_EXPORT ssize_t splice(int in, loff_t *offin, int out, loff_t *offout, size_t len,
+			 unsigned flags)
+{
+	if (real_splice == NULL)
+		real_splice = (ssize_t(*)(int, loff_t *, int, loff_t *, size_t, unsigned))next("splice");
+	pipeop p = {op_splice, in, out, offin, offout, len, NULL};
+	int fds[2] = {in, out};
+	short ev[2] = {POLLIN, POLLOUT};
+	return pipe_call(&p, fds, ev, 2, flags);
+}
+
+BB_EXPORT ssize_t tee(int in, int out, size_t len, unsigned flags)
+{
+	if (real_tee == NULL)
+		real_tee = (ssize_t(*)(int, int, size_t, unsigned))next("tee");
+	pipeop p = {op_tee, in, out, NULL, NULL, len, NULL};
+	int fds[2] = {in, out};
+	short ev[2] = {POLLIN, POLLOUT};
+	return pipe_call(&p, fds, ev, 2, flags);
+}
+
+/* vmsplice's fd is the pipe: written to (user pages in), or read from */
+BB_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned flags)
+{
+	if (real_vmsplice == NULL)
+		real_vmsplice = (ssize_t(*)(int, const struct iovec *, size_t, unsigned))next("vmsplice");
+	pipeop p = {op_vmsplice, -1, fd, NULL, NULL, n, iov};
+	long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
+	short ev = fl >= 0 && (fl & O_ACCMODE) == O_RDONLY ? POLLIN : POLLOUT;
+	return pipe_call(&p, &fd, &ev, 1, flags);
 }
 
 static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);

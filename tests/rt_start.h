@@ -68,11 +68,19 @@ static inline void rt_start(int maxprocs)
 	cr_assert(self->is_main);
 }
 
+/* As pthread_create reaches it through bb_on_g(): the P given back if
+ * sysmon took it while we were stuck, and the G marked as running bobbin
+ * code, so that the preemption signal does not take the P away in the
+ * middle of bb_newproc's calls into libc (mmap, malloc) */
 static inline bb_g *rt_go(void *(*fn)(void *), void *arg)
 {
+	bb_reattach();
+	bb_g *self = bb_getg();
+	BB_RT_MARK(self);
 	bb_gattr attr = {.stacksize = 0, .stackaddr = NULL, .guardsize = 4096};
 	int err = 0;
 	bb_g *gp = bb_newproc(fn, arg, &attr, &err);
+	BB_RT_UNMARK(self);
 	cr_assert_not_null(gp, "bb_newproc failed: %s", strerror(err));
 	return gp;
 }
