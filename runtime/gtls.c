@@ -15,8 +15,10 @@
  * on any mismatch.
  *
  * Blocks are never returned to ld.so: glibc exports no way to free a dead
- * thread's malloc tcache, so a block stays with its G on the free lists and
- * is re-initialised when the G is reused (libc's own block keeps its tcache,
+ * thread's malloc tcache, so a block stays in use: with its stack in the
+ * stack cache (stack.c; from the thread's exit on) or with its G (a block
+ * of the G's own, for other stacks), and is re-initialised when the next
+ * thread gets it (libc's own block keeps its tcache,
  * arena and strerror buffers; every other module's block is reset to its
  * initial image). Nothing is leaked per thread.
  *

@@ -1320,9 +1320,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	} else {
 		size_t want = stacksize ? stacksize : defsize;
 		want = (want + 4095) & ~(size_t)4095;
-		bool def = want == defsize && guardsize == 4096;
-		if (!(def && bb_stack_get(pp, gp))) {
-			if (bb_stackalloc(gp, want, guardsize, def) != 0) {
+		if (!bb_stack_get(pp, gp, want + guardsize, guardsize)) {
+			if (bb_stackalloc(gp, want, guardsize, true) != 0) {
 				gp->tcb = gp->own_tcb;
 				gfput(pp, gp);
 				goto nomem;

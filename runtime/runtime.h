@@ -554,11 +554,12 @@ __attribute__((noreturn)) void bb_schedule(void);
 typedef struct bb_stack_unit {
 	void *map, *tcb;
 	uintptr_t hi;
+	size_t mapsize, guard;
 } bb_stack_unit;
 int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
 bool bb_stack_take(bb_g *gp, bb_stack_unit *u);
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u);
-bool bb_stack_get(bb_p *pp, bb_g *gp);
+bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard);
 size_t bb_default_stacksize(void);
 void bb_stack_signal_init(bb_m *mp);
 

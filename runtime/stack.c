@@ -159,16 +159,19 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
 /* ---- the stack cache ----
  *
  * A thread's stack is free the moment the thread has ended, long before
- * the join that frees its pthread_t (the G). Default-size stacks (the
- * default size, a one-page guard) go back to their P's cache then, as
- * Go's stacks go back at goexit, together with the TCB and TLS block at
- * their top: a burst of short threads runs on a few warm stacks instead
- * of faulting in fresh memory for every thread not yet joined. LIFO per
- * P (the warmest first), spilling the colder half to a global list under
- * sched.gflock past BB_STACK_LOCAL_MAX. Beyond BB_STACK_WARM_MAX stacks on
- * the global list, spilled stacks give their pages back, all but the top
- * few a new thread touches at once. Cached stacks are never unmapped: a
- * TCB, once made, stays readable for racy readers (bb_g_by_tid).
+ * the join that frees its pthread_t (the G). Stacks that bobbin mapped go
+ * back to their P's cache then, as Go's stacks go back at goexit, together
+ * with the TCB and TLS block at their top: a burst of short threads runs
+ * on a few warm stacks instead of faulting in fresh memory for every
+ * thread not yet joined. Any size is cached (a program that asks for its
+ * own stack size, as Rust's threads do, mapped and unmapped one per
+ * thread); a new thread takes one of exactly its size and guard, looking
+ * at the first few only. LIFO per P (the warmest first), spilling the
+ * colder half to a global list under sched.gflock past
+ * BB_STACK_LOCAL_MAX. Beyond BB_STACK_WARM_MAX stacks on the global list,
+ * spilled stacks give their pages back, all but the top few a new thread
+ * touches at once. Cached stacks are never unmapped: a TCB, once made,
+ * stays readable for racy readers (bb_g_by_tid).
  *
  * A stack's entry sits in the top cache line of the stack itself, below
  * its TCB's block: a page every used stack has touched, and that the
@@ -178,40 +181,36 @@ typedef struct stk {
 	void *map;      /* the mapping, guard first */
 	void *tcb;      /* the TCB at its top, or NULL */
 	uintptr_t hi;   /* the stack's end (its TCB's block above) */
+	size_t mapsize; /* the whole mapping */
+	size_t guard;   /* the guard at its bottom */
 } stk;
 
-static size_t stk_unit(void)
-{
-	return bb_default_stacksize() + PAGE;
-}
+enum { SCAN_LOCAL = 8, SCAN_GLOBAL = 64 };
 
 static void stk_release(stk *s)
 {
 	const size_t keep = 16 * 1024;
-	char *lo = (char *)s->map + PAGE;
+	char *lo = (char *)s->map + s->guard;
 	if (s->hi - (uintptr_t)lo > keep)
 		madvise(lo, s->hi - (uintptr_t)lo - keep, MADV_DONTNEED);
 }
 
-/* Take the ended gp's stack, no longer run on, into *s: true if it is a
- * default one for the cache (bb_stack_put), its TCB with it if that sits
- * at its top. Any other stack is unmapped now; a user's is left alone.
- * gp keeps its old bounds for pthread_getattr_np, but owns no stack, and
- * gp->tcb is for the caller to clear (under gp->lock: pthread_cancel
- * reads it there). */
+/* Take the ended gp's stack, no longer run on, into *u for the cache
+ * (bb_stack_put), its TCB with it if that sits at its top: false for a
+ * user's stack (pthread_attr_setstack), left alone. gp keeps its old
+ * bounds for pthread_getattr_np, but owns no stack, and gp->tcb is for
+ * the caller to clear (under gp->lock: pthread_cancel reads it there). */
 bool bb_stack_take(bb_g *gp, bb_stack_unit *u)
 {
 	void *map = gp->stack_map;
 	if (map == NULL || gp->user_stack)
 		return false;
 	gp->stack_map = NULL;
-	if (gp->stack_mapsize != stk_unit() || gp->guardsize != PAGE) {
-		munmap(map, gp->stack_mapsize);
-		return false;
-	}
 	u->map = map;
 	u->tcb = gp->unit_tcb ? gp->tcb : NULL;
 	u->hi = gp->stack_hi;
+	u->mapsize = gp->stack_mapsize;
+	u->guard = gp->guardsize;
 	return true;
 }
 
@@ -221,6 +220,8 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 	s->map = u->map;
 	s->tcb = u->tcb;
 	s->hi = u->hi;
+	s->mapsize = u->mapsize;
+	s->guard = u->guard;
 	s->next = pp->stkfree;
 	pp->stkfree = s;
 	if (++pp->nstkfree < BB_STACK_LOCAL_MAX)
@@ -249,35 +250,51 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 	bb_lock_release(&bb_sched_.gflock);
 }
 
-/* A cached default stack (default size, one-page guard) for gp, with the
- * TCB at its top if it has one (gp->tcb, gp->unit_tcb): false if none. */
-bool bb_stack_get(bb_p *pp, bb_g *gp)
+/* unlink and return the first of the first max entries of *list that is
+ * of mapsize and guard, or NULL */
+static stk *stk_find(stk **list, int max, size_t mapsize, size_t guard)
 {
-	if (pp->stkfree == NULL && atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {
+	for (int i = 0; *list && i < max; i++, list = &(*list)->next) {
+		stk *s = *list;
+		if (s->mapsize == mapsize && s->guard == guard) {
+			*list = s->next;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* A cached stack of mapsize bytes with a guard of guard bytes for gp, with
+ * the TCB at its top if it has one (gp->tcb, gp->unit_tcb): false if none.
+ * From the global list, up to half a P's worth of them come along. */
+bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
+{
+	stk *s = stk_find((stk **)&pp->stkfree, SCAN_LOCAL, mapsize, guard);
+	if (s)
+		pp->nstkfree--;
+	else if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {
 		bb_lock_acquire(&bb_sched_.gflock);
 		int32_t n = 0;
-		while (n < BB_STACK_LOCAL_MAX / 2 && bb_sched_.stkfree) {
-			stk *s = bb_sched_.stkfree;
-			bb_sched_.stkfree = s->next;
-			s->next = pp->stkfree;
-			pp->stkfree = s;
-			n++;
+		s = stk_find((stk **)&bb_sched_.stkfree, SCAN_GLOBAL, mapsize, guard);
+		for (stk *more; s && n < BB_STACK_LOCAL_MAX / 2 - 1 &&
+				(more = stk_find((stk **)&bb_sched_.stkfree, SCAN_GLOBAL, mapsize, guard));
+		     n++) {
+			more->next = pp->stkfree;
+			pp->stkfree = more;
 		}
-		atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n, memory_order_relaxed);
+		atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n - (s != NULL),
+				      memory_order_relaxed);
 		bb_lock_release(&bb_sched_.gflock);
 		pp->nstkfree += n;
 	}
-	stk *s = pp->stkfree;
 	if (s == NULL)
 		return false;
-	pp->stkfree = s->next;
-	pp->nstkfree--;
 	gp->stack_map = s->map;
-	gp->stack_mapsize = stk_unit();
-	gp->guardsize = PAGE;
-	gp->stack_lo = (uintptr_t)s->map + PAGE;
+	gp->stack_mapsize = s->mapsize;
+	gp->guardsize = s->guard;
+	gp->stack_lo = (uintptr_t)s->map + s->guard;
 	gp->stack_hi = s->hi;
-	gp->stack_top = (uintptr_t)s->map + stk_unit();
+	gp->stack_top = (uintptr_t)s->map + s->mapsize;
 	gp->user_stack = false;
 	gp->unit_tcb = s->tcb != NULL;
 	if (s->tcb)

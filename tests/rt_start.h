@@ -72,17 +72,23 @@ static inline void rt_start(int maxprocs)
  * sysmon took it while we were stuck, and the G marked as running bobbin
  * code, so that the preemption signal does not take the P away in the
  * middle of bb_newproc's calls into libc (mmap, malloc) */
-static inline bb_g *rt_go(void *(*fn)(void *), void *arg)
+static inline bb_g *rt_go_sized(void *(*fn)(void *), void *arg, size_t stacksize, size_t guard)
 {
 	bb_reattach();
 	bb_g *self = bb_getg();
 	BB_RT_MARK(self);
-	bb_gattr attr = {.stacksize = 0, .stackaddr = NULL, .guardsize = 4096};
+	bb_gattr attr = {.stacksize = stacksize, .stackaddr = NULL, .guardsize = guard};
 	int err = 0;
 	bb_g *gp = bb_newproc(fn, arg, &attr, &err);
 	BB_RT_UNMARK(self);
 	cr_assert_not_null(gp, "bb_newproc failed: %s", strerror(err));
 	return gp;
+}
+
+/* a G with the default stack and guard */
+static inline bb_g *rt_go(void *(*fn)(void *), void *arg)
+{
+	return rt_go_sized(fn, arg, 0, 4096);
 }
 
 static inline void *rt_join(bb_g *gp)

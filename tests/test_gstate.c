@@ -206,20 +206,30 @@ static void *park_at_gate(void *arg)
 
 /* Rounds of 40 Gs alive at once on two Ps, then ending at once: with the
  * test sizes (4 stacks per P, 8 kept warm) every round spills stacks to
- * the global list, refills from it and gives pages back. No stack or TCB
- * may be handed to two live threads, and each G's frame is inside the
- * stack it was given. */
+ * the global list, refills from it and gives pages back. The Gs ask for
+ * four stack sizes in turn: the default; 256 KiB; 64 KiB with no guard and
+ * 60 KiB with one, two mappings of one size (both too small for the TCB
+ * at their top). No stack or TCB may be handed to two live threads, each G
+ * gets a stack of the size and guard it asked for, and its frame is inside
+ * that stack. */
 Test(gstate, cached_stacks_are_never_shared_by_two_live_threads)
 {
 	rt_start(2);
 	enum { N = 40, ROUNDS = 15 };
+	static const size_t sizes[4] = {0, 256 * 1024, 64 * 1024, 60 * 1024};
 	static struct where w[N];
 	bb_g *gs[N];
 	for (int r = 0; r < ROUNDS; r++) {
 		atomic_store(&gate, 0);
 		atomic_store(&nparked, 0);
-		for (int i = 0; i < N; i++)
-			gs[i] = rt_go(park_at_gate, &w[i]);
+		for (int i = 0; i < N; i++) {
+			size_t size = sizes[(i + r) % 4], guard = size == 64 * 1024 ? 0 : 4096;
+			gs[i] = rt_go_sized(park_at_gate, &w[i], size, guard);
+			size_t want = size ? size : bb_default_stacksize();
+			cr_assert_eq(gs[i]->stack_mapsize, want + guard, "round %d G%d: a %zu-byte mapping for %zu + %zu",
+				     r, i, gs[i]->stack_mapsize, want, guard);
+			cr_assert_eq(gs[i]->guardsize, guard);
+		}
 		for (long k = 0; atomic_load(&nparked) < N; k++) {
 			cr_assert(k < 10 * 1000 * 1000, "round %d: only %d of %d Gs parked", r,
 				  atomic_load(&nparked), N);

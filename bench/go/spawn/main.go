@@ -2,6 +2,7 @@
 //
 //	spawn_seq    start one goroutine, wait for it, repeat
 //	spawn_batch  start 1,000 goroutines, wait for all, repeat
+//	spawn_sized  the same (C's sets a 2 MiB stack size; goroutines have none)
 //
 // Each goroutine adds its argument (1..n) into an atomic sum; sum must be n(n+1)/2.
 package main
@@ -37,7 +38,7 @@ func spawnSeq(n int64) {
 	benchutil.Report("spawn_seq", n, el)
 }
 
-func spawnBatch(n int64) {
+func spawnBatch(name string, n int64) {
 	var wg sync.WaitGroup
 	atomic.StoreInt64(&sum, 0)
 	t0 := time.Now()
@@ -53,12 +54,13 @@ func spawnBatch(n int64) {
 		wg.Wait()
 	}
 	el := time.Since(t0)
-	benchutil.Verify("spawn_batch", atomic.LoadInt64(&sum), n*(n+1)/2)
-	benchutil.Report("spawn_batch", n, el)
+	benchutil.Verify(name, atomic.LoadInt64(&sum), n*(n+1)/2)
+	benchutil.Report(name, n, el)
 }
 
 func main() {
 	n := benchutil.Iters(20000)
 	spawnSeq(n)
-	spawnBatch(n)
+	spawnBatch("spawn_batch", n)
+	spawnBatch("spawn_sized", n) // no stack size to set: spawn_batch again
 }
