@@ -16,11 +16,14 @@
  * accept of a connection made late, connect (of a socket main made), a 4 MiB sendfile, splice from
  * the socket into a pipe, a recv that SO_RCVTIMEO ends with EAGAIN, a
  * 256 KiB dprintf, a recvmmsg with a timeout (which the kernel looks at only
- * after a datagram: it waits for the first one). Every result is printed and compared with NPTL's.
+ * after a datagram: it waits for the first one). Then POSIX AIO reads of a
+ * socket and of a pipe main made, data late: glibc's helper threads read
+ * them with its internal read (the previous library: EAGAIN). Every result is printed and compared with NPTL's.
  */
 #define PROBE_NAME "offg_sockets"
 #include "probe.h"
 
+#include <aio.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -161,6 +164,42 @@ static void finish(pthread_t t)
     close(lfd);
 }
 
+struct late_write {
+    int fd;
+    const char *text;
+};
+
+static void *write_late(void *arg)
+{
+    struct late_write *l = arg;
+    pause_ms(30);
+    REQUIRE(write(l->fd, l->text, strlen(l->text)) == (ssize_t)strlen(l->text), "write");
+    return NULL;
+}
+
+/* an aio_read of fds[0] while another thread writes fds[1] late */
+static void aio_late(const char *what, int fds[2])
+{
+    char buf[16];
+    struct aiocb cb;
+    memset(&cb, 0, sizeof cb);
+    cb.aio_fildes = fds[0];
+    cb.aio_buf = buf;
+    cb.aio_nbytes = sizeof buf;
+    struct late_write l = {fds[1], "aio!"};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, write_late, &l) == 0, "pthread_create");
+    int r = aio_read(&cb);
+    const struct aiocb *list[1] = {&cb};
+    while (r == 0 && aio_error(&cb) == EINPROGRESS)
+        aio_suspend(list, 1, NULL);
+    int err = r == 0 ? aio_error(&cb) : errno;
+    printf("aio_read of a %-6s %d, %s, %zd\n", what, r, strerror(err), r == 0 ? aio_return(&cb) : -1);
+    pthread_join(t, NULL);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 static void *plain(void *arg)
 {
     calls(arg);
@@ -229,6 +268,13 @@ int main(void)
     pthread_mutex_unlock(&mu);
     finish(p);
     timer_delete(timer);
+
+    current_probe = "4: POSIX AIO";
+    int fds[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0, "socketpair");
+    aio_late("socket", fds);
+    REQUIRE(pipe(fds) == 0, "pipe");
+    aio_late("pipe", fds);
     alarm(0);
     printf("offg_sockets: done\n");
     return probe_exit(PROBE_NAME);

@@ -15,7 +15,9 @@
  * 4. Off a green thread (a coroutine's stack) a blocking read waits too.
  * 5. Shared: a forked child reads its inherited end blocking; a child of
  *    posix_spawn reads a pipe as its stdin (head -c); fdopen + fgets and
- *    dup2 onto stdin + fgets read late data.
+ *    dup2 onto stdin + fgets read late data; a pipe made after the fork and
+ *    passed to the child over a Unix socket (SCM_RIGHTS) is blocking there
+ *    and its read waits (the previous library: O_NONBLOCK, EAGAIN).
  * Every result is printed and compared with NPTL's.
  */
 #define PROBE_NAME "own_pipes"
@@ -29,6 +31,7 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -280,6 +283,53 @@ int main(void)
     dup2(saved_in, 0);
     close(saved_in);
     close(p[1]);
+
+    int us[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, us) == 0, "socketpair");
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        close(us[0]);
+        char one;
+        struct iovec v = {&one, 1};
+        union {
+            struct cmsghdr h;
+            char space[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = &ctl,
+                           .msg_controllen = sizeof ctl};
+        if (recvmsg(us[1], &m, 0) != 1)
+            _exit(2);
+        int fd;
+        memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof fd);
+        int flags = fcntl(fd, F_GETFL);
+        ssize_t k = read(fd, b, sizeof b); /* the parent writes late */
+        _exit((flags & O_NONBLOCK) ? 3 : k == 6 ? 0 : 4);
+    }
+    close(us[1]);
+    REQUIRE(pipe(p) == 0, "pipe"); /* made after the fork: this process's alone */
+    char one = 'x';
+    struct iovec v = {&one, 1};
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    memset(&ctl, 0, sizeof ctl);
+    struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = &ctl,
+                       .msg_controllen = sizeof ctl};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &p[0], sizeof(int));
+    REQUIRE(sendmsg(us[0], &m, 0) == 1, "sendmsg: %s", strerror(errno));
+    pause_ms(30);
+    REQUIRE(write(p[1], "passed", 6) == 6, "write");
+    waitpid(pid, &st, 0);
+    printf("5: a pipe passed to the child in SCM_RIGHTS: exit %d\n", WEXITSTATUS(st));
+    close(p[0]);
+    close(p[1]);
+    close(us[0]);
     alarm(0);
     free(big);
     printf("own_pipes: done\n");

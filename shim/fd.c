@@ -18,6 +18,7 @@
 #undef _FILE_OFFSET_BITS /* define open, fopen, fcntl themselves, not their 64 names */
 #include "realio.h"
 
+#include <aio.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -433,6 +434,47 @@ BB_EXPORT int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *fa, i
 		unforce(fd);
 	return r;
 }
+
+void bb_fd_unforce(int fd)
+{
+	if (bb_active)
+		unforce(fd);
+}
+
+/* POSIX AIO: glibc's helper threads (NPTL threads) make the calls with
+ * its internal read and write, which bobbin does not see: a socket or
+ * pipe bobbin keeps non-blocking answered them EAGAIN. It goes back to
+ * blocking first, as when stdio gets it. */
+#define AIO_WRAP(name, cbtype)                                                 \
+	BB_EXPORT int name(cbtype *cb)                                         \
+	{                                                                      \
+		static int (*real)(cbtype *);                                  \
+		if (real == NULL)                                             \
+			real = (int (*)(cbtype *))dlsym(RTLD_NEXT, #name);     \
+		bb_fd_unforce(cb->aio_fildes);                                \
+		return real(cb);                                              \
+	}
+
+AIO_WRAP(aio_read, struct aiocb)
+AIO_WRAP(aio_write, struct aiocb)
+AIO_WRAP(aio_read64, struct aiocb64)
+AIO_WRAP(aio_write64, struct aiocb64)
+
+#define LIO_WRAP(name, cbtype)                                                 \
+	BB_EXPORT int name(int mode, cbtype *const list[], int n, struct sigevent *sev) \
+	{                                                                      \
+		static int (*real)(int, cbtype *const[], int, struct sigevent *); \
+		if (real == NULL)                                             \
+			real = (int (*)(int, cbtype *const[], int, struct sigevent *))dlsym( \
+				RTLD_NEXT, #name);                            \
+		for (int i = 0; i < n; i++) /* NULL entries are ignored */     \
+			if (list[i] && list[i]->aio_lio_opcode != LIO_NOP)   \
+				bb_fd_unforce(list[i]->aio_fildes);          \
+		return real(mode, list, n, sev);                              \
+	}
+
+LIO_WRAP(lio_listio, struct aiocb)
+LIO_WRAP(lio_listio64, struct aiocb64)
 
 BB_EXPORT FILE *fdopen(int fd, const char *mode)
 {

@@ -12,6 +12,7 @@ bb_pd *bb_fd_view(int fd);
 void bb_fd_forget(int fd);
 void bb_fd_own_socket(int fd, bool user_nonblock);
 void bb_fd_unforce_inheritable(void);
+void bb_fd_unforce(int fd); /* back to the mode the program asked for, for good */
 
 /* Off a G (a thread bobbin did not make, a coroutine's stack, a handler on
  * an M's own stack) a call may block its OS thread, as natively; but on a

@@ -560,8 +560,26 @@ static ssize_t c_sendmsg(ioreq *r, bool nowait)
  * what fits. After a short first part (which carried the ancillary data,
  * once, as the kernel's first part does), the rest of the iovec goes with
  * plain sends, each made whole (do_write_all). */
+/* fds passed in SCM_RIGHTS may reach another process: a socket or pipe
+ * bobbin keeps non-blocking goes back to blocking first (its open file
+ * description, and O_NONBLOCK with it, is shared with the receiver) */
+static void unforce_passed(const struct msghdr *msg)
+{
+	if (msg == NULL || msg->msg_controllen == 0 || !bb_active)
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		const int *fds = (const int *)CMSG_DATA(c);
+		for (size_t i = 0; i < n; i++)
+			bb_fd_unforce(fds[i]);
+	}
+}
+
 BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	unforce_passed(msg);
 	if (flags & MSG_DONTWAIT)
 		return REAL(sendmsg)(fd, msg, flags);
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmsg, .msg = (struct msghdr *)msg,
@@ -1031,6 +1049,8 @@ BB_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
 	if (real_sendmmsg == NULL)
 		real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned, int))next("sendmmsg");
+	for (unsigned i = 0; v && i < n; i++)
+		unforce_passed(&v[i].msg_hdr);
 	if ((flags & MSG_DONTWAIT) || (!bb_on_g() && !bb_fd_forced_off_g(fd)))
 		return real_sendmmsg(fd, v, n, flags);
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmmsg, .msg = (struct msghdr *)v,
