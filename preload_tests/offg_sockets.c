@@ -16,7 +16,8 @@
  * accept of a connection made late, connect (of a socket main made), a 4 MiB sendfile, splice from
  * the socket into a pipe, a recv that SO_RCVTIMEO ends with EAGAIN, a
  * 256 KiB dprintf, a recvmmsg with a timeout (which the kernel looks at only
- * after a datagram: it waits for the first one). Then POSIX AIO reads of a
+ * after a datagram: it waits for the first one), a recvfrom made through
+ * syscall() (the library before it: EAGAIN). Then POSIX AIO reads of a
  * socket and of a pipe main made, data late: glibc's helper threads read
  * them with its internal read (the previous library: EAGAIN). Every result is printed and compared with NPTL's.
  */
@@ -34,6 +35,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -93,6 +95,8 @@ static void *peer(void *arg)
     peer_got[2] = read_up_to(PRINTED); /* the dprintf */
     pause_ms(30);
     REQUIRE(write(sv[1], "mmsg!", 5) == 5, "write");
+    pause_ms(30);
+    REQUIRE(write(sv[1], "syscall", 7) == 7, "write");
     close(c);
     return NULL;
 }
@@ -134,6 +138,7 @@ static void calls(const char *where)
     int k = recvmmsg(sv[0], &mm, 1, 0, &to);
     report(where, "recvmmsg, a timeout", k);
     report(where, "  its length", k == 1 ? (long)mm.msg_len : -1);
+    report(where, "syscall(SYS_recvfrom)", syscall(SYS_recvfrom, sv[0], b, sizeof b, 0, NULL, NULL));
 }
 
 /* fresh sockets, made by main (a green thread under bobbin), and a peer */

@@ -11,10 +11,12 @@
 #include "realio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,6 +116,72 @@ static long raw_clone(long n, long a1, long a2, long a3, long a4, long a5)
 	return 0;
 }
 
+/* syscall(n, ...) of an I/O call, made by bobbin's interposer of it (its
+ * result in *r); false for any other n */
+static bool io_call(long *r, long n, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	if (!bb_active)
+		return false;
+	switch (n) {
+	case SYS_read:
+		*r = read((int)a1, (void *)a2, (size_t)a3);
+		return true;
+	case SYS_write:
+		*r = write((int)a1, (const void *)a2, (size_t)a3);
+		return true;
+	case SYS_readv:
+		*r = readv((int)a1, (const struct iovec *)a2, (int)a3);
+		return true;
+	case SYS_writev:
+		*r = writev((int)a1, (const struct iovec *)a2, (int)a3);
+		return true;
+	case SYS_recvfrom:
+		*r = recvfrom((int)a1, (void *)a2, (size_t)a3, (int)a4, (struct sockaddr *)a5,
+				(socklen_t *)a6);
+		return true;
+	case SYS_sendto:
+		*r = sendto((int)a1, (const void *)a2, (size_t)a3, (int)a4,
+			      (const struct sockaddr *)a5, (socklen_t)a6);
+		return true;
+	case SYS_recvmsg:
+		*r = recvmsg((int)a1, (struct msghdr *)a2, (int)a3);
+		return true;
+	case SYS_sendmsg:
+		*r = sendmsg((int)a1, (const struct msghdr *)a2, (int)a3);
+		return true;
+	case SYS_recvmmsg:
+		*r = recvmmsg((int)a1, (struct mmsghdr *)a2, (unsigned)a3, (int)a4,
+				(struct timespec *)a5);
+		return true;
+	case SYS_sendmmsg:
+		*r = sendmmsg((int)a1, (struct mmsghdr *)a2, (unsigned)a3, (int)a4);
+		return true;
+	case SYS_accept:
+		*r = accept4((int)a1, (struct sockaddr *)a2, (socklen_t *)a3, 0);
+		return true;
+	case SYS_accept4:
+		*r = accept4((int)a1, (struct sockaddr *)a2, (socklen_t *)a3, (int)a4);
+		return true;
+	case SYS_connect:
+		*r = connect((int)a1, (const struct sockaddr *)a2, (socklen_t)a3);
+		return true;
+	case SYS_sendfile:
+		*r = sendfile((int)a1, (int)a2, (off_t *)a3, (size_t)a4);
+		return true;
+	case SYS_splice:
+		*r = splice((int)a1, (loff_t *)a2, (int)a3, (loff_t *)a4, (size_t)a5,
+			      (unsigned)a6);
+		return true;
+	case SYS_tee:
+		*r = tee((int)a1, (int)a2, (size_t)a3, (unsigned)a4);
+		return true;
+	case SYS_vmsplice:
+		*r = vmsplice((int)a1, (const struct iovec *)a2, (size_t)a3, (unsigned)a4);
+		return true;
+	}
+	return false;
+}
+
 BB_EXPORT long syscall(long n, ...)
 {
 	va_list ap;
@@ -142,6 +210,12 @@ BB_EXPORT long syscall(long n, ...)
 		if (err >= 0)
 			return err ? -1 : 0;
 	}
+	/* the I/O calls are bobbin's, on any thread: a socket or pipe bobbin
+	 * keeps non-blocking for real must wait as the program expects, also
+	 * when the call comes through syscall() (it answered EAGAIN) */
+	long io;
+	if (io_call(&io, n, a1, a2, a3, a4, a5, a6))
+		return io;
 	if (bb_on_g()) {
 		switch (n) {
 		case SYS_futex:
@@ -152,10 +226,6 @@ BB_EXPORT long syscall(long n, ...)
 					return r;
 			}
 			break;
-		case SYS_read:
-			return read((int)a1, (void *)a2, (size_t)a3);
-		case SYS_write:
-			return write((int)a1, (const void *)a2, (size_t)a3);
 		case SYS_nanosleep:
 			return nanosleep((const struct timespec *)a1, (struct timespec *)a2);
 		case SYS_sched_yield:
