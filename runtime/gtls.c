@@ -19,8 +19,10 @@
  * stack cache (stack.c; from the thread's exit on) or with its G (a block
  * of the G's own, for other stacks), and is re-initialised when the next
  * thread gets it (libc's own block keeps its tcache,
- * arena and strerror buffers; every other module's block is reset to its
- * initial image). Nothing is leaked per thread.
+ * arena and strerror buffers, and what a thread can read there is reset by
+ * hand: errno, h_errno, a pending dlerror, the locale, the resolver state;
+ * every other module's block is reset to its initial image). Nothing is
+ * leaked per thread.
  *
  * Must never be called on a G's TCB from scheduler code (g0 only calls the
  * _alloc/_prepare functions, which write into another G's block).
@@ -32,6 +34,7 @@
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <locale.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <resolv.h>
@@ -313,6 +316,13 @@ void bb_tcb_on_g_exit(bb_g *gp)
 		}
 	}
 	uselocale(LC_GLOBAL_LOCALE);
+	/* libc's own TLS block is not reset for the next thread (it keeps
+	 * its malloc tcache and arena): what a new thread could read from it
+	 * goes back to a fresh thread's state here. A dlopen/dlsym error not
+	 * yet fetched (dlerror() takes it), and h_errno: both left a new
+	 * thread seeing the ended one's error. */
+	(void)dlerror();
+	h_errno = 0;
 	res_state rs = (res_state)((char *)gp->tcb + OFF_RES);
 	if (rs->options & RES_INIT) {
 		if (res_iclose)
