@@ -1306,9 +1306,9 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		gp->magic = BB_G_MAGIC;
 		atomic_store_explicit(&gp->status, Gdead, memory_order_relaxed);
 	}
-	/* the stack: the user's, a cached default one (with its TCB), or a
-	 * fresh mapping (with a new TCB at its top) */
-	bool reused = true; /* the TCB ran a thread before: re-initialise it */
+	/* the stack: the user's, a cached one (with its TCB), or a fresh
+	 * mapping (with a new TCB at its top) */
+	bool fresh_tcb = false; /* else it ran a thread before: re-initialise it */
 	gp->tcb = NULL;
 	gp->unit_tcb = false;
 	if (stackaddr) {
@@ -1322,11 +1322,10 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		want = (want + 4095) & ~(size_t)4095;
 		if (!bb_stack_get(pp, gp, want + guardsize, guardsize)) {
 			if (bb_stackalloc(gp, want, guardsize, true) != 0) {
-				gp->tcb = gp->own_tcb;
-				gfput(pp, gp);
+				newproc_undo(pp, gp);
 				goto nomem;
 			}
-			reused = !gp->unit_tcb;
+			fresh_tcb = gp->unit_tcb;
 		}
 	}
 	if (!gp->unit_tcb) {
@@ -1336,7 +1335,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 				newproc_undo(pp, gp);
 				goto nomem;
 			}
-			reused = false;
+			fresh_tcb = true;
 		}
 		gp->tcb = gp->own_tcb;
 	}
@@ -1384,7 +1383,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		kp |= BB_KP_AFFINITY;
 	}
 	atomic_store_explicit(&gp->kpending, kp, memory_order_relaxed);
-	bb_tcb_prepare(gp, reused);
+	bb_tcb_prepare(gp, !fresh_tcb);
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);
 	gp->ctx.rsp = gp->stack_hi & ~(uintptr_t)15;

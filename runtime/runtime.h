@@ -646,6 +646,12 @@ static inline bb_fdesc *bb_pd_desc(bb_pd *pd)
 }
 #define BB_PD_UNB(pd) atomic_load_explicit(&bb_pd_desc(pd)->user_nonblock, memory_order_relaxed)
 #define BB_PD_FORCED(pd) (bb_pd_desc(pd)->forced_nb)
+/* a known view of a file bobbin keeps non-blocking while the program sees
+ * it blocking: a call on it must wait where the kernel answers EAGAIN */
+static inline bool bb_pd_waits_for_program(bb_pd *pd)
+{
+	return pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd);
+}
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
 extern int bb_epfd, bb_breakfd;
 void bb_netpoll_kick(int fd, uint32_t seq, int mode);

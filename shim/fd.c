@@ -514,7 +514,7 @@ BB_EXPORT int fcntl(int fd, int cmd, ...)
 	case F_GETFL: {
 		int r = REAL(fcntl)(fd, cmd, arg);
 		bb_pd *pd = bb_pd_peek(fd);
-		if (r >= 0 && pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd))
+		if (r >= 0 && bb_pd_waits_for_program(pd))
 			r &= ~O_NONBLOCK; /* the program's view */
 		return r;
 	}
@@ -600,7 +600,7 @@ void bb_fd_unforce_inheritable(void)
 			fd |= 1023; /* a whole block of the table is absent */
 			continue;
 		}
-		if (pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd)) {
+		if (bb_pd_waits_for_program(pd)) {
 			long fdfl = bb_sys(SYS_fcntl, fd, F_GETFD, 0);
 			if (fdfl >= 0 && !(fdfl & FD_CLOEXEC))
 				unforce(fd);

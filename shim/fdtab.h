@@ -22,7 +22,7 @@ void bb_fd_unforce(int fd); /* back to the mode the program asked for, for good 
 static inline bb_pd *bb_fd_forced_off_g(int fd)
 {
 	bb_pd *pd = bb_active ? bb_pd_peek(fd) : NULL;
-	return pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd) ? pd : NULL;
+	return bb_pd_waits_for_program(pd) ? pd : NULL;
 }
 
 #endif

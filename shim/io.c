@@ -118,7 +118,7 @@ static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
 	return n;
 }
 
-/* ---- off a G: bb_fd_forced_off_g's sockets ----
+/* ---- off a G: bb_fd_forced_off_g's sockets and pipes ----
  *
  * The blocking the program expects, emulated on its OS thread: the call,
  * and on EAGAIN a wait in the kernel's poll for any of fds' events, then
@@ -126,29 +126,36 @@ static inline ssize_t kick_peer(bb_pd *pd, const ioreq *r, ssize_t n)
  * none): ETIMEDOUT. An interrupted poll goes on waiting, as a call that
  * SA_RESTART restarts does. The waits are libc's poll and nanosleep, not
  * raw system calls: with the pc in libc, sysmon takes the P of an M that
- * a coroutine holds here (preempt.c), as for any blocking call there. Readiness that keeps lying (a datagram socket
- * whose receiver is full) is waited out by sleeps doubling from 20 µs to
- * 2 ms (*tries counts the waits of one call); with n == 0 there is only
- * such a sleep (a Unix listener's full backlog). */
+ * a coroutine holds here (preempt.c), as for any blocking call there. */
+
+/* A sleep doubling from 20 µs to 2 ms (*step counts them), never past the
+ * deadline (0: none): ETIMEDOUT once it is there, else 0 */
+static int pause_off_g(int *step, int64_t deadline)
+{
+	int k = (*step)++;
+	int64_t pause = k < 7 ? 20000LL << k : 2000000;
+	if (deadline && bb_nanotime() + pause > deadline)
+		pause = deadline - bb_nanotime();
+	if (pause > 0) {
+		struct timespec ts = {0, (long)pause};
+		(bb_real.nanosleep ? bb_real.nanosleep : nanosleep)(&ts, NULL);
+	}
+	return deadline && bb_nanotime() >= deadline ? ETIMEDOUT : 0;
+}
+
+/* *tries counts the waits of one call: from the third on, readiness that
+ * keeps lying (a datagram socket whose receiver is full) is waited out by
+ * pause_off_g first */
 static int wait_off_g(const int *fds, const short *events, int n, int64_t deadline, int *tries)
 {
+	if (++*tries > 2) {
+		int step = *tries - 3;
+		if (pause_off_g(&step, deadline) != 0)
+			return ETIMEDOUT;
+	}
 	struct pollfd p[2];
 	for (int i = 0; i < n; i++)
 		p[i] = (struct pollfd){fds[i], events[i], 0};
-	/* n == 0: nothing to wait for but time, a pause each try */
-	int t = ++*tries;
-	if (n == 0 || t > 2) {
-		int step = n == 0 ? t - 1 : t - 3;
-		int64_t pause = step < 7 ? 20000LL << step : 2000000;
-		if (deadline && bb_nanotime() + pause > deadline)
-			pause = deadline - bb_nanotime();
-		if (pause > 0) {
-			struct timespec ts = {0, (long)pause};
-			(bb_real.nanosleep ? bb_real.nanosleep : nanosleep)(&ts, NULL);
-		}
-		if (n == 0)
-			return deadline && bb_nanotime() >= deadline ? ETIMEDOUT : 0;
-	}
 	for (;;) {
 		int ms = -1;
 		if (deadline) {
@@ -158,7 +165,7 @@ static int wait_off_g(const int *fds, const short *events, int n, int64_t deadli
 			ms = (int)((left + 999999) / 1000000);
 		}
 		int k = REAL(poll)(p, (nfds_t)n, ms);
-		if ((k > 0 || (k < 0 && errno != EINTR)) || (k == 0 && deadline == 0))
+		if (k > 0 || (k < 0 && errno != EINTR) || (k == 0 && deadline == 0))
 			return 0;
 	}
 }
@@ -608,22 +615,10 @@ static ssize_t c_accept(ioreq *r, bool nowait)
 
 BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
-	if (!bb_on_g()) {
-		bb_pd *pd = bb_fd_forced_off_g(fd);
-		int saved = errno, tries = 0;
-		short ev = POLLIN;
-		for (;;) {
-			int nfd = REAL(accept4)(fd, addr, addrlen, flags);
-			if (pd == NULL || nfd >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-				if (pd && nfd >= 0)
-					errno = saved;
-				return nfd;
-			}
-			if (wait_off_g(&fd, &ev, 1, deadline_of(pd, RD), &tries) != 0) {
-				errno = EAGAIN;
-				return -1;
-			}
-		}
+	if (!bb_on_g()) { /* the connection made blocking, as the kernel's */
+		ioreq r = {.fd = fd, .mode = RD, .call = c_accept, .addr = addr,
+			   .addrlen = addrlen, .flags = flags};
+		return (int)io_off_g(&r);
 	}
 	bb_pd *pd = bb_fd_view(fd);
 	if (pd == NULL || pd->kind != BB_FD_SOCKET) /* see do_io */
@@ -716,12 +711,12 @@ static int connect_outcome(int fd, int saved)
 static int connect_off_g(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	bb_pd *pd = bb_fd_forced_off_g(fd);
-	int saved = errno, tries = 0;
+	int saved = errno, tries = 0, step = 0;
 	int64_t deadline = pd ? deadline_of(pd, WR) : 0;
 	int r = REAL(connect)(fd, addr, len);
 	/* a Unix listener's full backlog: try again after pauses */
 	while (pd && r != 0 && errno == EAGAIN) {
-		if (wait_off_g(NULL, NULL, 0, deadline, &tries) != 0) {
+		if (pause_off_g(&step, deadline) != 0) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -849,7 +844,7 @@ BB_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 		real = (ssize_t(*)(int, int, off_t *, size_t))next("sendfile");
 	bool on_g = bb_on_g();
 	bb_pd *pd = on_g ? bb_fd_view(out) : bb_fd_forced_off_g(out);
-	if (pd == NULL || !BB_PD_FORCED(pd) || BB_PD_UNB(pd)) {
+	if (!bb_pd_waits_for_program(pd)) {
 		if (!on_g || (pd && BB_PD_FORCED(pd))) /* the program's own EAGAIN */
 			return real(out, in, off, count);
 		bb_entersyscall(); /* may wait in the kernel (see connect) */
@@ -993,14 +988,14 @@ BB_EXPORT ssize_t tee(int in, int out, size_t len, unsigned flags)
 	return pipe_call(&p, fds, ev, 2, flags);
 }
 
-/* vmsplice's fd is the pipe: written to (user pages in), or read from */
+/* vmsplice's fd is the pipe, written to (user pages in) or read from:
+ * waiting for either event, only the one its end can have comes */
 BB_EXPORT ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned flags)
 {
 	if (real_vmsplice == NULL)
 		real_vmsplice = (ssize_t(*)(int, const struct iovec *, size_t, unsigned))next("vmsplice");
 	pipeop p = {op_vmsplice, -1, fd, NULL, NULL, n, iov};
-	long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
-	short ev = fl >= 0 && (fl & O_ACCMODE) == O_RDONLY ? POLLIN : POLLOUT;
+	short ev = POLLIN | POLLOUT;
 	return pipe_call(&p, &fd, &ev, 1, flags);
 }
 
