@@ -79,9 +79,12 @@ bb_g *bb_g_find(bool (*match)(const bb_g *, uint64_t), uint64_t key)
 	return f.found;
 }
 
+/* not through the TCB, which an ending G gives to the stack cache
+ * meanwhile (main's is the initial thread's, for good) */
 static bool tid_is(const bb_g *gp, uint64_t tid)
 {
-	return bb_g_tid((bb_g *)gp) == (int)tid;
+	int its = gp->is_main ? bb_g_tid((bb_g *)gp) : bb_g_green_tid(gp);
+	return its == (int)tid;
 }
 
 /* The live G whose thread id (the one glibc and gettid see) is tid, or

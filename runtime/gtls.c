@@ -72,6 +72,7 @@ long bb_off_g_in_tcb = OFF_START_ROUTINE; /* struct pthread's start_routine:
 					     never read for a G, so it holds the G */
 
 static void *(*dl_allocate_tls)(void *);
+static void (*dl_deallocate_tls)(void *, bool);
 static size_t tls_static_size, tls_static_align; /* TLS blocks and TCB together */
 static void (*ctype_init)(void);
 static void (*call_tls_dtors)(void);
@@ -152,6 +153,8 @@ int bb_tls_init(void)
 		return -1;
 	}
 	dl_allocate_tls = (void *(*)(void *))dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+	dl_deallocate_tls =
+		(void (*)(void *, bool))dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
 	ctype_init = (void (*)(void))dlvsym(RTLD_DEFAULT, "__ctype_init", "GLIBC_PRIVATE");
 	call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
 	res_iclose = (void (*)(res_state, bool))dlvsym(RTLD_DEFAULT, "__res_iclose", "GLIBC_PRIVATE");
@@ -211,6 +214,16 @@ void *bb_tcb_alloc(void)
 	return t ? tcb_setup(t) : NULL;
 }
 
+/* Before the stack mapping a block was carved from is unmapped: what ld.so
+ * allocated for the block (its DTV, the dynamic TLS blocks of dlopen'ed
+ * modules the thread touched) goes back to malloc, as NPTL frees it when
+ * it unmaps a cached stack. */
+void bb_tcb_free_below(void *tcb)
+{
+	if (dl_deallocate_tls)
+		dl_deallocate_tls(tcb, false);
+}
+
 /* Bytes a block carved from the top of a stack mapping takes, alignment
  * slack included. */
 size_t bb_tcb_footprint(void)
@@ -248,10 +261,7 @@ void bb_tcb_prepare(bb_g *gp, bool reused)
 		if (m_off)
 			*(bool *)(t + m_off) = true; /* the image just copied cleared it */
 	}
-	/* a tid no kernel thread can have: above pid_max's 2^22 limit, and
-	 * inside FUTEX_TID_MASK (bit 30 is FUTEX_OWNER_DIED, bit 31 WAITERS:
-	 * robust mutexes store the tid in the lock word) */
-	*(int *)(t + OFF_TID) = (int)(0x20000000u | (uint32_t)(gp->goid & 0x1fffffff));
+	*(int *)(t + OFF_TID) = bb_g_green_tid(gp);
 	*(void **)(t + OFF_START_ROUTINE) = gp;
 	*(void **)(t + OFF_STACKBLOCK) = (void *)(gp->stack_lo);
 	*(size_t *)(t + OFF_STACKBLOCK_SIZE) = gp->stack_top - gp->stack_lo;
@@ -400,16 +410,20 @@ struct fillmods {
 static void fill_g(bb_g *gp, void *arg)
 {
 	struct fillmods *f = arg;
-	char *t = gp->tcb;
-	if (t == NULL || gp->is_main) /* main's block glibc filled */
+	if (gp->is_main) /* main's block glibc filled */
 		return;
-	for (int i = f->first; i < f->last; i++) {
+	/* under the G's lock: an ending G gives its TCB to the stack cache
+	 * there, and the cache may unmap it */
+	bb_lock_acquire(&gp->lock);
+	char *t = gp->tcb;
+	for (int i = f->first; t && i < f->last; i++) {
 		char *blk = t + mods[i].off;
 		if (t == f->self_tcb && !all_zero(blk, mods[i].memsz))
 			continue;
 		memcpy(blk, mods[i].image, mods[i].filesz);
 		memset(blk + mods[i].filesz, 0, mods[i].memsz - mods[i].filesz);
 	}
+	bb_lock_release(&gp->lock);
 }
 
 void bb_dl_iterate(const void *ns_gadget, int (*cb)(struct dl_phdr_info *, size_t, void *),
@@ -430,6 +444,16 @@ void bb_tls_after_dlopen(const void *ns_gadget)
 	if (f.last > f.first)
 		bb_allgs_each(fill_g, &f);
 	bb_lock_release(&modslock);
+}
+
+/* The id bb_tcb_prepare gives a G's thread, from its goid alone: a tid no
+ * kernel thread can have (above pid_max's 2^22 limit, and inside
+ * FUTEX_TID_MASK: bit 30 is FUTEX_OWNER_DIED, bit 31 WAITERS; robust
+ * mutexes store the tid in the lock word). A racy reader matches a G by it
+ * without touching its TCB, which may be on its way to the stack cache. */
+int bb_g_green_tid(const bb_g *gp)
+{
+	return (int)(0x20000000u | (uint32_t)(gp->goid & 0x1fffffff));
 }
 
 /* 0 for a G that has ended (its TCB went with its stack) */

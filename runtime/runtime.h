@@ -41,6 +41,8 @@
 #define BB_STACK_LOCAL_MAX 32  /* free default stacks cached per P before spilling */
 #define BB_STACK_WARM_MAX 1024 /* globally cached stacks that keep their pages */
 #endif
+#define BB_STACK_CLASSES 8     /* stack sizes the global cache keeps at once */
+#define BB_STACK_TRIM_NS (1000 * 1000 * 1000LL) /* a cached stack unused for 1-2 of these is unmapped */
 
 typedef struct bb_g bb_g;
 typedef struct bb_m bb_m;
@@ -262,7 +264,7 @@ struct bb_p {
 
 	bb_g *gfree;              /* owner P: dead Gs (their TCBs, no stacks) */
 	int32_t gfreecnt;
-	void *stkfree;            /* owner P: free default-size stacks (stack.c) */
+	void *stkfree;            /* owner P: free stacks, any size (stack.c) */
 	int32_t nstkfree;
 	uint64_t goidcache, goidcacheend; /* owner P: a batch of goids (Go's goidcache) */
 
@@ -339,8 +341,13 @@ typedef struct bb_sched {
 	bb_lock gflock;
 	bb_g *gfree;
 	int32_t ngfree;
-	void *stkfree;            /* free stacks spilled from Ps (stack.c) */
-	_Atomic int32_t nstkfree; /* read bare by a P with none */
+	/* free stacks spilled from Ps, one list pair per size (stack.c) */
+	struct bb_stkclass {
+		size_t mapsize, guard;  /* the mapping and its guard: the class */
+		void *hot, *cold;       /* spilled since the last trim / before it */
+		int32_t nhot, ncold;
+	} stkc[BB_STACK_CLASSES];
+	_Atomic int32_t nstkfree; /* all classes; read bare by a P with none */
 	/* counts, on their own cache line: written by every create and exit,
 	 * while spinning Ms keep reading the fields above */
 	_Atomic int64_t goidgen __attribute__((aligned(64))); /* handed out in batches */
@@ -560,6 +567,7 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
 bool bb_stack_take(bb_g *gp, bb_stack_unit *u);
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u);
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard);
+int32_t bb_stack_trim(int64_t now); /* sysmon: stacks unmapped */
 size_t bb_default_stacksize(void);
 void bb_stack_signal_init(bb_m *mp);
 
@@ -567,10 +575,12 @@ void bb_stack_signal_init(bb_m *mp);
 int bb_tls_init(void);                    /* 0, or -1 with a reason printed */
 void *bb_tcb_alloc(void);
 void *bb_tcb_alloc_below(uintptr_t top, uintptr_t *tls_lo);
+void bb_tcb_free_below(void *tcb);        /* before its stack is unmapped */
 size_t bb_tcb_footprint(void);
 void bb_tcb_prepare(bb_g *gp, bool reused); /* set fields for this G */
 void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
 void bb_tcb_adopt_main(bb_g *gp);
+int bb_g_green_tid(const bb_g *gp);      /* a G's tid, without its TCB */
 int bb_g_tid(bb_g *gp);                   /* the tid glibc sees for this G */          /* G1 keeps the initial TCB */
 void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
 extern long bb_off_g_in_tcb;

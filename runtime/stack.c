@@ -165,13 +165,25 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
  * on a few warm stacks instead of faulting in fresh memory for every
  * thread not yet joined. Any size is cached (a program that asks for its
  * own stack size, as Rust's threads do, mapped and unmapped one per
- * thread); a new thread takes one of exactly its size and guard, looking
- * at the first few only. LIFO per P (the warmest first), spilling the
- * colder half to a global list under sched.gflock past
- * BB_STACK_LOCAL_MAX. Beyond BB_STACK_WARM_MAX stacks on the global list,
- * spilled stacks give their pages back, all but the top few a new thread
- * touches at once. Cached stacks are never unmapped: a TCB, once made,
- * stays readable for racy readers (bb_g_by_tid).
+ * thread); a new thread takes one of exactly its size and guard.
+ *
+ * Per P: one LIFO list of any sizes (the warmest first), of which a new
+ * thread looks at the first few; past BB_STACK_LOCAL_MAX the colder half
+ * spills to the global cache under sched.gflock. The global cache keeps
+ * one list pair per size (BB_STACK_CLASSES of them), so a size is found at
+ * once however many stacks of other sizes wait there; a stack of a ninth
+ * size at once is unmapped instead. Beyond BB_STACK_WARM_MAX stacks of its
+ * size there, a spilled stack gives its pages back, all but the top few a
+ * new thread touches at once.
+ *
+ * Stacks no thread has taken for a while are unmapped, as Go frees unused
+ * stack spans: sysmon calls bb_stack_trim about once a second, which
+ * unmaps each size's cold list (stacks that waited since the trim before)
+ * and makes the hot one (spilled since) cold. A program that once had
+ * 10,000 threads, or whose sizes change, keeps no memory for them 1-2 s
+ * later. Nothing reads a cached stack's TCB: a G gives it up under its
+ * lock (pthread_cancel, pthread_getcpuclockid and dlopen's TLS fill look
+ * there), and a thread id is matched without it (bb_g_by_tid).
  *
  * A stack's entry sits in the top cache line of the stack itself, below
  * its TCB's block: a page every used stack has touched, and that the
@@ -185,7 +197,7 @@ typedef struct stk {
 	size_t guard;   /* the guard at its bottom */
 } stk;
 
-enum { SCAN_LOCAL = 8, SCAN_GLOBAL = 64 };
+enum { SCAN_LOCAL = BB_STACK_LOCAL_MAX };
 
 static void stk_release(stk *s)
 {
@@ -193,6 +205,21 @@ static void stk_release(stk *s)
 	char *lo = (char *)s->map + s->guard;
 	if (s->hi - (uintptr_t)lo > keep)
 		madvise(lo, s->hi - (uintptr_t)lo - keep, MADV_DONTNEED);
+}
+
+/* unmap every stack of the list (none is in any cache any more) */
+static int32_t stk_unmap_list(stk *s)
+{
+	int32_t n = 0;
+	while (s) {
+		stk *next = s->next; /* s lives in the mapping */
+		if (s->tcb)
+			bb_tcb_free_below(s->tcb);
+		munmap(s->map, s->mapsize);
+		s = next;
+		n++;
+	}
+	return n;
 }
 
 /* Take the ended gp's stack, no longer run on, into *u for the cache
@@ -214,6 +241,57 @@ bool bb_stack_take(bb_g *gp, bb_stack_unit *u)
 	return true;
 }
 
+/* the global list pair for a size: its own, else a free one made its own
+ * (create), else NULL. gflock held. */
+static struct bb_stkclass *stk_class(size_t mapsize, size_t guard, bool create)
+{
+	struct bb_stkclass *spare = NULL;
+	for (int i = 0; i < BB_STACK_CLASSES; i++) {
+		struct bb_stkclass *c = &bb_sched_.stkc[i];
+		if (c->nhot + c->ncold == 0) {
+			if (spare == NULL)
+				spare = c;
+		} else if (c->mapsize == mapsize && c->guard == guard) {
+			return c;
+		}
+	}
+	if (spare == NULL || !create)
+		return NULL;
+	spare->mapsize = mapsize;
+	spare->guard = guard;
+	return spare;
+}
+
+/* Give the list to the global cache. warm: a stack past its size's
+ * BB_STACK_WARM_MAX is left out and returned, for its pages to be given
+ * back before it goes in (a second call, warm false). A stack of a size
+ * there is no room for is unmapped. */
+static stk *stk_spill(stk *list, bool warm)
+{
+	stk *drop = NULL, *cold = NULL;
+	int32_t n = 0;
+	bb_lock_acquire(&bb_sched_.gflock);
+	while (list) {
+		stk *t = list;
+		list = t->next;
+		struct bb_stkclass *c = stk_class(t->mapsize, t->guard, true);
+		stk **to = c == NULL ? &drop : warm && c->nhot + c->ncold >= BB_STACK_WARM_MAX ? &cold : NULL;
+		if (to) {
+			t->next = *to;
+			*to = t;
+			continue;
+		}
+		t->next = c->hot;
+		c->hot = t;
+		c->nhot++;
+		n++;
+	}
+	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree + n, memory_order_relaxed);
+	bb_lock_release(&bb_sched_.gflock);
+	stk_unmap_list(drop);
+	return cold;
+}
+
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 {
 	stk *s = (stk *)(u->hi - 64);
@@ -230,24 +308,15 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 	stk *keep = pp->stkfree;
 	for (int32_t i = 1; i < BB_STACK_LOCAL_MAX / 2; i++)
 		keep = keep->next;
-	stk *head = keep->next, *tail = head;
+	stk *spill = keep->next;
 	keep->next = NULL;
-	int32_t n = pp->nstkfree - BB_STACK_LOCAL_MAX / 2;
 	pp->nstkfree = BB_STACK_LOCAL_MAX / 2;
-	bool release = atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed) >=
-		       BB_STACK_WARM_MAX;
-	for (;;) {
-		if (release)
-			stk_release(tail);
-		if (tail->next == NULL)
-			break;
-		tail = tail->next;
+	stk *cold = stk_spill(spill, true); /* past its size's warm stacks */
+	if (cold) {
+		for (stk *t = cold; t; t = t->next)
+			stk_release(t); /* no thread can take it meanwhile */
+		stk_spill(cold, false);
 	}
-	bb_lock_acquire(&bb_sched_.gflock);
-	tail->next = bb_sched_.stkfree;
-	bb_sched_.stkfree = head;
-	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree + n, memory_order_relaxed);
-	bb_lock_release(&bb_sched_.gflock);
 }
 
 /* unlink and return the first of the first max entries of *list that is
@@ -264,9 +333,23 @@ static stk *stk_find(stk **list, int max, size_t mapsize, size_t guard)
 	return NULL;
 }
 
+/* the warmest stack of a class, or NULL. gflock held. */
+static stk *stk_pop(struct bb_stkclass *c)
+{
+	stk *s = c->hot;
+	if (s) {
+		c->hot = s->next;
+		c->nhot--;
+	} else if ((s = c->cold) != NULL) {
+		c->cold = s->next;
+		c->ncold--;
+	}
+	return s;
+}
+
 /* A cached stack of mapsize bytes with a guard of guard bytes for gp, with
  * the TCB at its top if it has one (gp->tcb, gp->unit_tcb): false if none.
- * From the global list, up to half a P's worth of them come along. */
+ * From the global cache, up to half a P's worth of them come along. */
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 {
 	stk *s = stk_find((stk **)&pp->stkfree, SCAN_LOCAL, mapsize, guard);
@@ -275,10 +358,9 @@ bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 	else if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {
 		bb_lock_acquire(&bb_sched_.gflock);
 		int32_t n = 0;
-		s = stk_find((stk **)&bb_sched_.stkfree, SCAN_GLOBAL, mapsize, guard);
-		for (stk *more; s && n < BB_STACK_LOCAL_MAX / 2 - 1 &&
-				(more = stk_find((stk **)&bb_sched_.stkfree, SCAN_GLOBAL, mapsize, guard));
-		     n++) {
+		struct bb_stkclass *c = stk_class(mapsize, guard, false);
+		s = c ? stk_pop(c) : NULL;
+		for (stk *more; s && n < BB_STACK_LOCAL_MAX / 2 - 1 && (more = stk_pop(c)); n++) {
 			more->next = pp->stkfree;
 			pp->stkfree = more;
 		}
@@ -300,6 +382,37 @@ bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 	if (s->tcb)
 		gp->tcb = s->tcb;
 	return true;
+}
+
+/* Unmap the global cache's stacks that no thread took since the trim
+ * before, if that was BB_STACK_TRIM_NS ago or more (sysmon, about once a
+ * second); the ones spilled since wait for the next. Returns how many
+ * were unmapped. The unmapping happens outside gflock. */
+int32_t bb_stack_trim(int64_t now)
+{
+	static int64_t last;
+	if (now - last < BB_STACK_TRIM_NS)
+		return 0;
+	last = now;
+	if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed) == 0)
+		return 0;
+	stk *drop[BB_STACK_CLASSES];
+	int32_t n = 0;
+	bb_lock_acquire(&bb_sched_.gflock);
+	for (int i = 0; i < BB_STACK_CLASSES; i++) {
+		struct bb_stkclass *c = &bb_sched_.stkc[i];
+		drop[i] = c->cold;
+		n += c->ncold;
+		c->cold = c->hot;
+		c->ncold = c->nhot;
+		c->hot = NULL;
+		c->nhot = 0;
+	}
+	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n, memory_order_relaxed);
+	bb_lock_release(&bb_sched_.gflock);
+	for (int i = 0; i < BB_STACK_CLASSES; i++)
+		stk_unmap_list(drop[i]);
+	return n;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uctx)

@@ -578,6 +578,7 @@ static void *sysmon(void *arg)
 		usleep_raw(delay);
 		int64_t now = bb_nanotime();
 		int n = retake(now);
+		bb_stack_trim(now); /* stacks unused for a second or two: unmapped */
 		/* nobody has polled the network for 10 ms: do it, so I/O is not
 		 * starved by Ps that are never idle */
 		int64_t last = atomic_load(&bb_lastpoll);

@@ -284,12 +284,20 @@ BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
 {
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	pthread_t tcb = th; /* glibc's takes the TCB (a G's own while it runs) */
+	int err;
 	if (gp) {
+		/* under the G's lock: an ending G gives its TCB to the stack
+		 * cache there, which may unmap it */
+		bb_lock_acquire(&gp->lock);
 		tcb = (pthread_t)gp->tcb;
 		if (tcb == 0 || atomic_load(&gp->status) == Gdead)
-			return ESRCH; /* as NPTL's, for a thread that has ended */
+			err = ESRCH; /* as NPTL's, for a thread that has ended */
+		else
+			err = REAL(pthread_getcpuclockid)(tcb, clk);
+		bb_lock_release(&gp->lock);
+	} else {
+		err = REAL(pthread_getcpuclockid)(tcb, clk);
 	}
-	int err = REAL(pthread_getcpuclockid)(tcb, clk);
 	if (err != 0 || !bb_on_g())
 		return err;
 	if (bb_cpuclock_enable() && gp && !gp->is_main)

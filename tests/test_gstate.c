@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 TestSuite(gstate, .timeout = 60); /* a hang (a lost wake-up) is a failure */
 
@@ -253,6 +254,75 @@ Test(gstate, cached_stacks_are_never_shared_by_two_live_threads)
 		for (int i = 0; i < N; i++)
 			cr_assert_eq(rt_join(gs[i]), &w[i]);
 	}
+	cr_assert_eq(bb_nlive(), 1, "every G but G1 has exited");
+}
+
+/* n Gs of one stack size alive at once (parked at the gate), then ended
+ * and joined; their stacks' bottoms in lo[] */
+static void alive_at_once(int n, size_t size, uintptr_t *lo)
+{
+	static struct where w[200];
+	bb_g *gs[200];
+	atomic_store(&gate, 0);
+	atomic_store(&nparked, 0);
+	for (int i = 0; i < n; i++) {
+		gs[i] = rt_go_sized(park_at_gate, &w[i], size, 4096);
+		lo[i] = gs[i]->stack_lo;
+	}
+	for (long k = 0; atomic_load(&nparked) < n; k++) {
+		cr_assert(k < 10 * 1000 * 1000, "only %d of %d Gs parked", atomic_load(&nparked), n);
+		bb_gosched();
+	}
+	atomic_store(&gate, 1);
+	bb_sema_wake(&gateaddr, n);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(rt_join(gs[i]), &w[i]);
+}
+
+static bool mapped(uintptr_t a)
+{
+	unsigned char v;
+	return mincore((void *)(a & ~(uintptr_t)4095), 4096, &v) == 0;
+}
+
+/* The global stack cache keeps each size apart, and unmaps what no thread
+ * took for a while. 20 stacks of 256 KiB go to the cache, then 150 of 128
+ * KiB after them: the next 20 threads of 256 KiB must get the first 20
+ * back, not fresh mappings (the cache once looked at its first 64 stacks
+ * only, so a program alternating two sizes mapped new stacks for ever and
+ * never unmapped the others). Then two trims (sysmon's, a second apart)
+ * unmap every stack of the global cache; the few a P keeps stay. */
+Test(gstate, stack_sizes_are_cached_apart_and_unused_stacks_are_unmapped)
+{
+	rt_start(1);
+	enum { A = 20, B = 150 };
+	static uintptr_t a1[A], a2[A], b[B];
+	alive_at_once(A, 256 * 1024, a1);
+	alive_at_once(B, 128 * 1024, b);
+	alive_at_once(A, 256 * 1024, a2);
+	for (int i = 0; i < A; i++) {
+		bool old = false;
+		for (int j = 0; j < A && !old; j++)
+			old = a2[i] == a1[j];
+		cr_assert(old, "thread %d of the second 256 KiB round got a new stack at %#lx", i,
+			  (unsigned long)a2[i]);
+	}
+	cr_assert_gt(atomic_load(&bb_sched_.nstkfree), 0, "stacks wait in the global cache");
+	int64_t t = bb_nanotime() + 10 * BB_STACK_TRIM_NS; /* past sysmon's own trims */
+	int32_t n1 = bb_stack_trim(t);
+	int32_t n2 = bb_stack_trim(t + BB_STACK_TRIM_NS);
+	cr_assert_eq(atomic_load(&bb_sched_.nstkfree), 0, "%d stacks are still cached globally",
+		     atomic_load(&bb_sched_.nstkfree));
+	cr_assert_geq(n1 + n2, A + B - 2 * BB_STACK_LOCAL_MAX, "only %d + %d stacks unmapped", n1, n2);
+	int still = 0;
+	for (int i = 0; i < A; i++)
+		still += mapped(a1[i]);
+	for (int i = 0; i < B; i++)
+		still += mapped(b[i]);
+	cr_assert_leq(still, BB_STACK_LOCAL_MAX, "%d of %d stacks are still mapped", still, A + B);
+	/* and threads still get stacks: from the P's few, then new ones */
+	uintptr_t c[40];
+	alive_at_once(40, 128 * 1024, c);
 	cr_assert_eq(bb_nlive(), 1, "every G but G1 has exited");
 }
 
