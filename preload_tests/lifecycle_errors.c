@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "probe.h"
@@ -175,6 +176,19 @@ static void attr_probes(void)
     pthread_attr_destroy(&got);
 }
 
+/* its name at its start (PR_GET_NAME), then again once main renamed it */
+static void *name_reader(void *arg)
+{
+    char (*names)[17] = arg;
+    char first[17] = {0};
+    prctl(PR_GET_NAME, first);
+    memcpy(names[0], first, sizeof first);
+    while (!atomic_load(&release_flag))
+        sched_yield();
+    prctl(PR_GET_NAME, names[1]);
+    return NULL;
+}
+
 static void name_probes(void)
 {
     char buf[32];
@@ -196,6 +210,26 @@ static void name_probes(void)
     expect("getname_np self", pthread_getname_np(pthread_self(), buf, sizeof buf), 0);
     printf("name read back: %s\n", buf);
     CHECK(strcmp(buf, "lifecycle-main") == 0, "name %s", buf);
+
+    /* prctl(PR_GET_NAME) answers the same as getname_np: a name a thread
+     * set itself, one another thread set for it, and the one a new thread
+     * starts with (its creator's, as the kernel copies comm) */
+    char pr[17] = {0};
+    expect("prctl PR_GET_NAME self", prctl(PR_GET_NAME, pr), 0);
+    printf("PR_GET_NAME: %s\n", pr);
+    CHECK(strcmp(pr, "lifecycle-main") == 0, "PR_GET_NAME %s", pr);
+    static char names[2][17];
+    atomic_store(&release_flag, 0);
+    expect("create name reader", pthread_create(&t, NULL, name_reader, names), 0);
+    while (names[0][0] == 0 && !atomic_load(&release_flag))
+        sched_yield();
+    expect("setname_np reader", pthread_setname_np(t, "renamed"), 0);
+    atomic_store(&release_flag, 1);
+    expect("join", pthread_join(t, NULL), 0);
+    printf("PR_GET_NAME in a new thread: %s, after setname_np from main: %s\n", names[0],
+           names[1]);
+    CHECK(strcmp(names[0], "lifecycle-main") == 0 && strcmp(names[1], "renamed") == 0,
+          "PR_GET_NAME %s, %s", names[0], names[1]);
 }
 
 int main(void)

@@ -100,6 +100,19 @@ bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to)
 		 (unsigned long long)gp->goid, old, from, to);
 }
 
+/* A change of status no other thread can make at the same time: gp was
+ * just taken off a run queue by this M, or is the G this M runs and is
+ * about to publish. A plain release store where bb_casgstatus's locked
+ * instruction waits for every earlier store to drain (a direct switch
+ * makes two of these right after saving a context); the run queue's own
+ * CAS and release store still order the G's context between Ms. */
+static inline void own_gstatus(bb_g *gp, uint32_t from, uint32_t to)
+{
+	if (__builtin_expect(atomic_load_explicit(&gp->status, memory_order_relaxed) != from, 0))
+		bb_casgstatus(gp, from, to); /* reports the wrong state */
+	atomic_store_explicit(&gp->status, to, memory_order_release);
+}
+
 /* ---- idle P list: sched.lock held ---- */
 
 void bb_pidleput(bb_p *pp)
@@ -351,7 +364,7 @@ static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 	bb_cpuclock_switch(mp, gp);
 	mp->curg = gp;
 	gp->m = mp;
-	bb_casgstatus(gp, Grunnable, Grunning);
+	own_gstatus(gp, Grunnable, Grunning);
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
 	/* owner P only writes it; sysmon reads it */
 	atomic_store_explicit(&mp->p->switchtick,
@@ -928,7 +941,7 @@ static void yield_post(bb_g *prev)
 {
 	bb_m *mp = bb_getm();
 	prev->m = NULL;
-	bb_casgstatus(prev, Grunning, Grunnable);
+	own_gstatus(prev, Grunning, Grunnable);
 	bb_runqput(mp->p, prev, false);
 	bb_wakep(); /* an idle P may take it: Gs that yield spread over the Ps */
 }

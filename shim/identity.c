@@ -401,6 +401,13 @@ BB_EXPORT int prctl(int option, ...)
 			bb_lock_os_thread();
 		return r;
 	}
+	if (bb_on_g() && option == PR_GET_NAME) {
+		/* the thread's own name, as pthread_getname_np answers it (a
+		 * name set with pthread_setname_np lives in the G: its OS
+		 * thread's comm is another thread's, or none) */
+		memcpy((char *)a2, bb_getg()->name, 16);
+		return 0;
+	}
 	if (bb_on_g() && option == PR_SET_NAME) {
 		bb_g *gp = bb_getg();
 		bb_lock_os_thread();
