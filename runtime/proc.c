@@ -492,6 +492,18 @@ static bb_g *take_one(bb_g **list)
 	return NULL;
 }
 
+/* The Gs whose sockets are ready, from a look at the network that does not
+ * wait, or NULL; none while an M is blocked polling it (that M hands them
+ * out itself) or no G waits on it. */
+static bb_g *netpoll_now(void)
+{
+	if (!bb_netpoll_inited() || atomic_load(&bb_netpoll_waiters) == 0 ||
+	    atomic_load(&bb_lastpoll) == 0)
+		return NULL;
+	int n;
+	return bb_netpoll(0, &n);
+}
+
 /* Find a runnable G; blocks (parks the M) until there is one. On return the
  * M holds a P. */
 static bb_g *findrunnable(bool *inherit_time)
@@ -520,16 +532,12 @@ top:;
 			return gp;
 	}
 	/* the network, if nobody is blocked polling it */
-	if (bb_netpoll_inited() && atomic_load(&bb_netpoll_waiters) > 0 &&
-	    atomic_load(&bb_lastpoll) != 0) {
-		int n;
-		bb_g *list = bb_netpoll(0, &n);
-		if (list) {
-			gp = take_one(&list);
-			bb_injectglist(list);
-			if (gp)
-				return gp;
-		}
+	bb_g *ready = netpoll_now();
+	if (ready) {
+		gp = take_one(&ready);
+		bb_injectglist(ready);
+		if (gp)
+			return gp;
 	}
 	/* steal, if not too many Ms are already spinning */
 	int32_t busy = bb_gomaxprocs - atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed);
@@ -960,8 +968,16 @@ bool bb_gosched(void)
 	bb_p *pp = mp->p;
 	bool global = atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) != 0;
 	if (!global) {
-		if (bb_runqempty(pp))
-			return false;
+		if (bb_runqempty(pp)) {
+			/* nothing else to run here but, maybe, Gs the network has
+			 * made ready: a loop yielding until a thread that waits on
+			 * a socket has done its part would otherwise wait for
+			 * sysmon's look at the network, every 10 ms, on one P */
+			bb_g *list = netpoll_now();
+			if (list == NULL)
+				return false;
+			bb_injectglist(list);
+		}
 		/* the common case, only local Gs to let go first (this P's
 		 * timers ran just above): switch to the next one directly */
 		bool inherit;
