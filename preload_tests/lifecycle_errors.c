@@ -214,6 +214,16 @@ static void name_probes(void)
     /* prctl(PR_GET_NAME) answers the same as getname_np: a name a thread
      * set itself, one another thread set for it, and the one a new thread
      * starts with (its creator's, as the kernel copies comm) */
+    /* main's name is the process's, in /proc (what ps and pgrep read) */
+    char comm[32] = {0};
+    FILE *f = fopen("/proc/self/comm", "r");
+    if (f) {
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+    }
+    printf("/proc/self/comm: %s\n", comm);
+    CHECK(strcmp(comm, "lifecycle-main") == 0, "/proc/self/comm %s", comm);
     char pr[17] = {0};
     expect("prctl PR_GET_NAME self", prctl(PR_GET_NAME, pr), 0);
     printf("PR_GET_NAME: %s\n", pr);
@@ -230,6 +240,20 @@ static void name_probes(void)
            names[1]);
     CHECK(strcmp(names[0], "lifecycle-main") == 0 && strcmp(names[1], "renamed") == 0,
           "PR_GET_NAME %s, %s", names[0], names[1]);
+
+    /* and PR_SET_NAME on main renames the process, as getname_np sees it */
+    expect("prctl PR_SET_NAME main", prctl(PR_SET_NAME, "main-prctl"), 0);
+    memset(buf, 0, sizeof buf);
+    expect("getname_np self", pthread_getname_np(pthread_self(), buf, sizeof buf), 0);
+    memset(comm, 0, sizeof comm);
+    f = fopen("/proc/self/comm", "r");
+    if (f) {
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+    }
+    printf("after PR_SET_NAME: getname_np %s, /proc/self/comm %s\n", buf, comm);
+    CHECK(strcmp(buf, "main-prctl") == 0 && strcmp(comm, "main-prctl") == 0, "%s %s", buf, comm);
 }
 
 int main(void)

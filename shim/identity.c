@@ -16,6 +16,8 @@
 #include <dlfcn.h>
 #include <grp.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
@@ -408,6 +410,15 @@ BB_EXPORT int prctl(int option, ...)
 		memcpy((char *)a2, bb_getg()->name, 16);
 		return 0;
 	}
+	if (bb_on_g() && option == PR_SET_NAME && bb_getg()->is_main) {
+		/* main's name is the process's (the initial OS thread's comm, what
+		 * ps shows), wherever main runs: no OS thread of its own needed */
+		bb_g *gp = bb_getg();
+		strncpy(gp->name, (const char *)a2, sizeof gp->name - 1);
+		gp->name[sizeof gp->name - 1] = '\0';
+		bb_name_process(gp->name);
+		return 0;
+	}
 	if (bb_on_g() && option == PR_SET_NAME) {
 		bb_g *gp = bb_getg();
 		bb_lock_os_thread();
@@ -415,6 +426,20 @@ BB_EXPORT int prctl(int option, ...)
 		gp->name[sizeof gp->name - 1] = '\0';
 	}
 	return real(option, a2, a3, a4, a5);
+}
+
+/* The process's name (its initial thread's comm, which ps and pgrep show),
+ * as a rename of main sets it natively: main may run on another OS thread,
+ * so through /proc, as glibc renames another thread. */
+void bb_name_process(const char *name)
+{
+	char path[48];
+	snprintf(path, sizeof path, "/proc/self/task/%ld/comm", bb_sys(SYS_getpid, 0, 0, 0));
+	long fd = bb_sys(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	bb_sys(SYS_write, fd, name, strlen(name));
+	bb_sys(SYS_close, fd, 0, 0);
 }
 
 /* ---- set*id from any thread ----

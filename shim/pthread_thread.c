@@ -353,6 +353,8 @@ BB_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 	if (atomic_load(&gp->status) == Gdead)
 		return ENOENT; /* NPTL's, from /proc/self/task/0/comm */
 	memcpy(gp->name, name, n + 1);
+	if (gp->is_main)
+		bb_name_process(name);
 	return 0;
 }
 

@@ -187,6 +187,7 @@ void bb_tsd_run_destructors(bb_g *gp);
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
 bool bb_mask_usable(size_t size, const cpu_set_t *set); /* identity.c */
 int bb_sched_args_ok(int policy, int prio);             /* identity.c */
+void bb_name_process(const char *name);           /* identity.c: main renamed */
 bool bb_redirect_main_unwind(bb_g *gp);         /* cancel.c */
 void bb_clone_child(uint64_t flags);             /* exec.c: first thing in a clone child */
 
