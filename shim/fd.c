@@ -25,7 +25,9 @@
 #include <linux/close_range.h>
 #include <stdarg.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -99,6 +101,25 @@ static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, i
 	desc_put(old);
 }
 
+/* An eventfd, timerfd or inotify fd is waited for on the poller, as a
+ * terminal is: a blocking read of one (a worker waiting for its wake-up,
+ * a thread on a periodic timer) held an OS thread each. Other anonymous
+ * inodes keep blocking in the kernel: a signalfd shows the signals of the
+ * thread that reads it, which the poller's is not. */
+static uint8_t anon_kind(int fd)
+{
+	char path[40], link[40];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	long n = bb_sys(SYS_readlink, path, link, sizeof link - 1);
+	if (n <= 0)
+		return BB_FD_FILE;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventfd]") == 0 || strcmp(link, "anon_inode:[timerfd]") == 0 ||
+			       strcmp(link, "anon_inode:inotify") == 0
+		       ? BB_FD_POLLABLE
+		       : BB_FD_FILE;
+}
+
 bb_pd *bb_fd_view(int fd)
 {
 	bb_pd *pd = bb_pd_get(fd);
@@ -122,6 +143,9 @@ bb_pd *bb_fd_view(int fd)
 		break;
 	case S_IFCHR:
 		kind = BB_FD_POLLABLE; /* a terminal; /dev/null & co are found out below */
+		break;
+	case 0: /* an anonymous inode: eventfd, timerfd... */
+		kind = anon_kind(fd);
 		break;
 	default:
 		kind = BB_FD_FILE; /* regular files and directories never block on readiness */

@@ -21,6 +21,8 @@
  */
 #include "realio.h"
 
+#include <sys/eventfd.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -360,6 +362,18 @@ BB_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
 	ioreq r = {.fd = fd, .mode = WR, .call = c_write, .buf = (void *)buf, .len = len};
 	return do_write_all(&r);
+}
+
+/* glibc's eventfd_read/eventfd_write read and write through its internal
+ * names: these are the same calls through bobbin's (a wait on the poller) */
+BB_EXPORT int eventfd_read(int fd, eventfd_t *value)
+{
+	return read(fd, value, sizeof *value) == (ssize_t)sizeof *value ? 0 : -1;
+}
+
+BB_EXPORT int eventfd_write(int fd, eventfd_t value)
+{
+	return write(fd, &value, sizeof value) == (ssize_t)sizeof value ? 0 : -1;
 }
 
 static ssize_t c_readv(ioreq *r, bool nowait)
