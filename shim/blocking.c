@@ -11,6 +11,8 @@
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
+#include <poll.h>
 #include <errno.h>
 
 /* The body every wrapper shares: BB_IN_SYSCALL (shim.h), returned. */
@@ -25,9 +27,60 @@
 		IN_SYSCALL(ret, REAL(name) args, cancel); \
 	}
 
-SYSCALL_WRAP(pid_t, waitpid, (pid_t pid, int *st, int opt), (pid, st, opt), true)
+/* A child's end, waited for on the poller: a thread per child waiting in
+ * waitpid (a supervisor, Python's Popen.wait in threads) held an OS thread
+ * each. Only a wait for one given child to end (pid > 0, neither stops nor
+ * continues asked for) has a pidfd to wait on: the call is made with
+ * WNOHANG, and while the child runs the thread parks until its pidfd is
+ * readable. Anything else, or a kernel without pidfd_open, blocks in the
+ * call as before (inside entersyscall). */
+static bool exit_only(pid_t pid, int opt)
+{
+	return pid > 0 && (opt & ~(__WALL | __WCLONE | __WNOTHREAD)) == 0;
+}
+
+static pid_t wait_child(pid_t pid, int *st, int opt, struct rusage *ru)
+{
+	for (;;) {
+		bb_testcancel();
+		pid_t r = REAL(wait4)(pid, st, opt | WNOHANG, ru);
+		if (r != 0)
+			return r;
+		long fd = bb_sys(SYS_pidfd_open, pid, 0, 0);
+		if (fd < 0) /* reaped meanwhile (the call says ECHILD), or no pidfds */
+			break;
+		short ev = POLLIN;
+		int ifd = (int)fd, err = bb_netpoll_wait_many(&ifd, &ev, 1, 0);
+		close(ifd);
+		if (bb_take_eintr()) {
+			errno = EINTR; /* a handler without SA_RESTART ran */
+			return -1;
+		}
+		if (err == EPERM)
+			break;
+	}
+	IN_SYSCALL(pid_t, REAL(wait4)(pid, st, opt, ru), true);
+}
+
+BB_EXPORT pid_t waitpid(pid_t pid, int *st, int opt)
+{
+	if (!bb_on_g())
+		return REAL(waitpid)(pid, st, opt);
+	if (exit_only(pid, opt))
+		return wait_child(pid, st, opt, NULL);
+	IN_SYSCALL(pid_t, REAL(waitpid)(pid, st, opt), true);
+}
+
+BB_EXPORT pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
+{
+	if (!bb_on_g())
+		return REAL(wait4)(pid, st, opt, ru);
+	if (exit_only(pid, opt))
+		return wait_child(pid, st, opt, ru);
+	IN_SYSCALL(pid_t, REAL(wait4)(pid, st, opt, ru), true);
+}
+
 SYSCALL_WRAP(pid_t, wait, (int *st), (st), true)
-SYSCALL_WRAP(pid_t, wait4, (pid_t pid, int *st, int opt, struct rusage *ru), (pid, st, opt, ru), true)
 SYSCALL_WRAP(int, waitid, (idtype_t t, id_t id, siginfo_t *si, int opt), (t, id, si, opt), true)
 SYSCALL_WRAP(int, flock, (int fd, int op), (fd, op), false)
 SYSCALL_WRAP(int, fsync, (int fd), (fd), true)
