@@ -143,14 +143,109 @@ WRAP_NEXT(int, msgsnd, (int id, const void *msg, size_t sz, int flg), (id, msg, 
 WRAP_NEXT(int, lockf, (int fd, int cmd, off_t len), (fd, cmd, len), true)
 WRAP_NEXT(int, lockf64, (int fd, int cmd, off64_t len), (fd, cmd, len), true)
 WRAP_NEXT(int, tcdrain, (int fd), (fd), true)
-WRAP_NEXT(ssize_t, mq_receive, (mqd_t q, char *msg, size_t len, unsigned *prio),
-	  (q, msg, len, prio), true)
-WRAP_NEXT(ssize_t, mq_timedreceive, (mqd_t q, char *msg, size_t len, unsigned *prio,
-				     const struct timespec *ts), (q, msg, len, prio, ts), true)
-WRAP_NEXT(int, mq_send, (mqd_t q, const char *msg, size_t len, unsigned prio),
-	  (q, msg, len, prio), true)
-WRAP_NEXT(int, mq_timedsend, (mqd_t q, const char *msg, size_t len, unsigned prio,
-			      const struct timespec *ts), (q, msg, len, prio, ts), true)
+/* A POSIX message queue descriptor is an fd the poller can watch
+ * (readable: a message waits; writable: there is room). A receive or send
+ * that would block asks the kernel with an absolute time-out already past,
+ * then waits on the poller, instead of holding an OS thread: a thread per
+ * queue is a common design. A queue opened O_NONBLOCK answers EAGAIN
+ * itself; the caller's own time-out (CLOCK_REALTIME) becomes a deadline,
+ * and an invalid one fails with EINVAL only when the call would block, as
+ * natively. mq_close forgets what the poller knew of the number. */
+typedef ssize_t (*mq_io)(mqd_t, char *, size_t, unsigned *, unsigned, const struct timespec *);
+
+static ssize_t mq_rd(mqd_t q, char *msg, size_t len, unsigned *prio, unsigned p,
+		     const struct timespec *ts)
+{
+	static ssize_t (*real)(mqd_t, char *, size_t, unsigned *, const struct timespec *);
+	if (real == NULL)
+		real = (ssize_t(*)(mqd_t, char *, size_t, unsigned *, const struct timespec *))next_sym(
+			"mq_timedreceive");
+	(void)p;
+	return real(q, msg, len, prio, ts);
+}
+
+static ssize_t mq_wr(mqd_t q, char *msg, size_t len, unsigned *prio, unsigned p,
+		     const struct timespec *ts)
+{
+	static int (*real)(mqd_t, const char *, size_t, unsigned, const struct timespec *);
+	if (real == NULL)
+		real = (int (*)(mqd_t, const char *, size_t, unsigned, const struct timespec *))next_sym(
+			"mq_timedsend");
+	(void)prio;
+	return real(q, msg, len, p, ts);
+}
+
+static ssize_t mq_wait(mq_io call, short ev, mqd_t q, char *msg, size_t len, unsigned *prio,
+		       unsigned p, const struct timespec *abs)
+{
+	if (!bb_on_g())
+		return call(q, msg, len, prio, p, abs);
+	static const struct timespec past = {0, 0};
+	int64_t deadline = 0;
+	bool bad = abs && (abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000);
+	if (abs && !bad) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		int64_t left = (abs->tv_sec - now.tv_sec) * 1000000000LL + (abs->tv_nsec - now.tv_nsec);
+		deadline = bb_nanotime() + (left > 0 ? left : 0) + 1;
+	}
+	for (;;) {
+		bb_testcancel();
+		ssize_t r = call(q, msg, len, prio, p, &past);
+		if (r >= 0 || errno != ETIMEDOUT)
+			return r;
+		if (bad) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (deadline && bb_nanotime() >= deadline)
+			return -1; /* ETIMEDOUT, the caller's */
+		int fd = (int)q, err = bb_netpoll_wait_many(&fd, &ev, 1, deadline);
+		if (bb_take_eintr()) {
+			errno = EINTR; /* a handler without SA_RESTART ran */
+			return -1;
+		}
+		if (err == EPERM) /* not watchable after all: wait in the kernel */
+			IN_SYSCALL(ssize_t, call(q, msg, len, prio, p, abs), true);
+		if (err == EBADF) {
+			errno = EBADF; /* closed while we waited */
+			return -1;
+		}
+	}
+}
+
+BB_EXPORT ssize_t mq_receive(mqd_t q, char *msg, size_t len, unsigned *prio)
+{
+	return mq_wait(mq_rd, POLLIN, q, msg, len, prio, 0, NULL);
+}
+
+BB_EXPORT ssize_t mq_timedreceive(mqd_t q, char *msg, size_t len, unsigned *prio,
+				  const struct timespec *abs)
+{
+	return mq_wait(mq_rd, POLLIN, q, msg, len, prio, 0, abs);
+}
+
+BB_EXPORT int mq_send(mqd_t q, const char *msg, size_t len, unsigned prio)
+{
+	return (int)mq_wait(mq_wr, POLLOUT, q, (char *)msg, len, NULL, prio, NULL);
+}
+
+BB_EXPORT int mq_timedsend(mqd_t q, const char *msg, size_t len, unsigned prio,
+			   const struct timespec *abs)
+{
+	return (int)mq_wait(mq_wr, POLLOUT, q, (char *)msg, len, NULL, prio, abs);
+}
+
+BB_EXPORT int mq_close(mqd_t q)
+{
+	static int (*real)(mqd_t);
+	if (real == NULL)
+		real = (int (*)(mqd_t))next_sym("mq_close");
+	if (bb_active)
+		bb_fd_forget((int)q);
+	return real(q);
+}
+
 /* wait3 (glibc's calls its internal wait4); tee and vmsplice are io.c's */
 WRAP_NEXT(pid_t, wait3, (int *st, int opt, struct rusage *ru), (st, opt, ru), false)
 WRAP_NEXT(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), false)
