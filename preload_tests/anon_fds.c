@@ -10,6 +10,9 @@
  *    three periods of a periodic one (5 ms): the expirations they read.
  * 4. A thread reads an inotify fd while main creates 20 files: the events.
  * 5. EFD_NONBLOCK: a read of an empty counter fails with EAGAIN at once.
+ * 6. An eventfd that gets the number of a popen pipe the program read from
+ *    and pclose closed (with glibc's internal close, unseen by an
+ *    interposer of close): its reader gets what main writes.
  *
  * Natively every blocked thread is an OS thread; under bobbin each of these
  * reads waited in the kernel on an OS thread of its own (202 OS threads for
@@ -191,6 +194,29 @@ int main(void)
     ssize_t n = read(nb, &v, sizeof v);
     printf("empty non-blocking eventfd: %zd, %s\n", n, errno == EAGAIN ? "EAGAIN" : "other");
     CHECK(n == -1 && errno == EAGAIN, "read %zd errno %d", n, errno);
+
+    current_probe = "6: eventfd on a number pclose freed";
+    /* a popen pipe the program read from (and waited on), closed by
+     * pclose (glibc's internal close): the eventfd that gets the number
+     * next must not be taken for that pipe */
+    FILE *pf = popen("sleep 0.05; echo hi", "r");
+    REQUIRE(pf != NULL, "popen");
+    char line[8] = {0};
+    ssize_t k = read(fileno(pf), line, sizeof line - 1);
+    int pipefd = fileno(pf);
+    pclose(pf);
+    int e2 = eventfd(0, 0);
+    REQUIRE(e2 >= 0, "eventfd");
+    efd[0] = e2;
+    REQUIRE(pthread_create(&t[0], NULL, event_reader, (void *)0L) == 0, "create");
+    usleep(20 * 1000);
+    uint64_t seven = 7;
+    REQUIRE(write(e2, &seven, sizeof seven) == sizeof seven, "write");
+    pthread_join(t[0], &r);
+    printf("popen read %zd bytes; eventfd %s its number, its reader got %ld\n", k,
+           e2 == pipefd ? "took" : "did not take", (long)r);
+    CHECK(k == 3 && (long)r == 7, "k %zd r %ld", k, (long)r);
+    close(e2);
     alarm(0);
     printf("anon_fds: done\n");
     return probe_exit(PROBE_NAME);

@@ -200,5 +200,8 @@ BB_EXPORT FILE *popen(const char *cmd, const char *mode)
 		real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "popen");
 	if (bb_active)
 		bb_fd_unforce_inheritable();
-	return real(cmd, mode);
+	FILE *f = real(cmd, mode);
+	if (bb_active && f) /* its pipe's number was handed out unseen */
+		bb_fd_forget(fileno(f));
+	return f;
 }

@@ -19,6 +19,7 @@
 #include "realio.h"
 
 #include <aio.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -281,6 +283,58 @@ static int newfd(int fd)
 	if (fd >= 0)
 		bb_fd_forget(fd);
 	return fd;
+}
+
+/* Calls that hand out a number bobbin does not otherwise see made: what it
+ * knew of the number before (a file closed where bobbin could not see it,
+ * by glibc's own close in pclose, say) must not be taken for the new
+ * file's, now that an eventfd's or a timerfd's reads wait on the poller */
+#define NEWFD_WRAP(name, params, args)                                   \
+	BB_EXPORT int name params                                         \
+	{                                                                 \
+		static int(*real) params;                                 \
+		if (real == NULL)                                         \
+			real = (int(*) params)dlsym(RTLD_NEXT, #name);    \
+		return newfd(real args);                                  \
+	}
+
+NEWFD_WRAP(eventfd, (unsigned int v, int flags), (v, flags))
+NEWFD_WRAP(timerfd_create, (int clock, int flags), (clock, flags))
+NEWFD_WRAP(inotify_init, (void), ())
+NEWFD_WRAP(inotify_init1, (int flags), (flags))
+NEWFD_WRAP(memfd_create, (const char *name, unsigned int flags), (name, flags))
+NEWFD_WRAP(epoll_create, (int size), (size))
+NEWFD_WRAP(epoll_create1, (int flags), (flags))
+
+BB_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	static int (*real)(int, const sigset_t *, int);
+	if (real == NULL)
+		real = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
+	int r = real(fd, mask, flags);
+	return fd == -1 ? newfd(r) : r; /* else the same file, a new mask */
+}
+
+/* glibc closes a popen stream's pipe (pclose) and a directory's fd
+ * (closedir) with its internal close */
+BB_EXPORT int pclose(FILE *f)
+{
+	static int (*real)(FILE *);
+	if (real == NULL)
+		real = (int (*)(FILE *))dlsym(RTLD_NEXT, "pclose");
+	if (bb_active && f)
+		bb_fd_forget(fileno(f));
+	return real(f);
+}
+
+BB_EXPORT int closedir(DIR *d)
+{
+	static int (*real)(DIR *);
+	if (real == NULL)
+		real = (int (*)(DIR *))dlsym(RTLD_NEXT, "closedir");
+	if (bb_active)
+		bb_fd_forget(dirfd(d)); /* (closedir's d is declared nonnull) */
+	return real(d);
 }
 
 BB_EXPORT int dup(int fd)
