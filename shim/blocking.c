@@ -14,6 +14,9 @@
 #include <sys/syscall.h>
 #include <poll.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The body every wrapper shares: BB_IN_SYSCALL (shim.h), returned. */
 #define IN_SYSCALL(ret, call, cancel) return BB_IN_SYSCALL(ret, call, cancel)
@@ -32,25 +35,51 @@
  * each. Only a wait for one given child to end (pid > 0, neither stops nor
  * continues asked for) has a pidfd to wait on: the call is made with
  * WNOHANG, and while the child runs the thread parks until its pidfd is
- * readable. Anything else, or a kernel without pidfd_open, blocks in the
- * call as before (inside entersyscall). */
+ * readable. But a traced child's stops are reported to its tracer's plain
+ * waitpid too, and a pidfd does not announce them: a child that some thread
+ * traces (TracerPid in its /proc status) is waited for in the call itself,
+ * and a park lasts 1 ms, doubling up to 128 ms, before the call is made
+ * again (a child that asks to be traced, PTRACE_TRACEME, after the look).
+ * Anything else, or a kernel without pidfd_open, blocks in the call as
+ * before (inside entersyscall). */
 static bool exit_only(pid_t pid, int opt)
 {
 	return pid > 0 && (opt & ~(__WALL | __WCLONE | __WNOTHREAD)) == 0;
 }
 
+/* the child is traced (its status says so), or cannot be looked at */
+static bool traced(pid_t pid)
+{
+	char path[40], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	long fd = bb_sys(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
+	bb_sys(SYS_close, fd, 0, 0);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	const char *t = strstr(buf, "TracerPid:");
+	return t == NULL || atoi(t + 10) != 0;
+}
+
 static pid_t wait_child(pid_t pid, int *st, int opt, struct rusage *ru)
 {
+	int64_t slice = 1000000;
 	for (;;) {
 		bb_testcancel();
 		pid_t r = REAL(wait4)(pid, st, opt | WNOHANG, ru);
 		if (r != 0)
 			return r;
+		if (traced(pid))
+			break;
 		long fd = bb_sys(SYS_pidfd_open, pid, 0, 0);
 		if (fd < 0) /* reaped meanwhile (the call says ECHILD), or no pidfds */
 			break;
 		short ev = POLLIN;
-		int ifd = (int)fd, err = bb_netpoll_wait_many(&ifd, &ev, 1, 0);
+		int ifd = (int)fd;
+		int err = bb_netpoll_wait_many(&ifd, &ev, 1, bb_nanotime() + slice);
 		close(ifd);
 		if (bb_take_eintr()) {
 			errno = EINTR; /* a handler without SA_RESTART ran */
@@ -58,6 +87,8 @@ static pid_t wait_child(pid_t pid, int *st, int opt, struct rusage *ru)
 		}
 		if (err == EPERM)
 			break;
+		if (slice < 128000000)
+			slice *= 2;
 	}
 	IN_SYSCALL(pid_t, REAL(wait4)(pid, st, opt, ru), true);
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -440,6 +441,25 @@ void bb_name_process(const char *name)
 		return;
 	bb_sys(SYS_write, fd, name, strlen(name));
 	bb_sys(SYS_close, fd, 0, 0);
+}
+
+/* A tracer is an OS thread: the kernel answers ptrace requests only from
+ * the thread that attached (or forked a PTRACE_TRACEME child), so a green
+ * thread that traces stays on its OS thread from its first request on, as
+ * Go asks of ptrace users (LockOSThread). */
+BB_EXPORT long ptrace(enum __ptrace_request req, ...)
+{
+	static long (*real)(enum __ptrace_request, ...);
+	if (real == NULL)
+		real = (long (*)(enum __ptrace_request, ...))next("ptrace");
+	va_list ap;
+	va_start(ap, req);
+	pid_t pid = va_arg(ap, pid_t);
+	void *addr = va_arg(ap, void *), *data = va_arg(ap, void *);
+	va_end(ap);
+	if (bb_on_g() && req != PTRACE_TRACEME)
+		bb_lock_os_thread();
+	return real(req, pid, addr, data);
 }
 
 /* ---- set*id from any thread ----
