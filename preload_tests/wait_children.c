@@ -8,9 +8,8 @@
  * 3. waitpid of a pid that is no child: ECHILD. WUNTRACED sees a stop, then
  *    a plain waitpid the exit after SIGCONT.
  *
- * Under bobbin a wait for one child to end parks on the child's pidfd: the
- * 60 waits take no OS thread each (the harness allows MAXPROCS + 2; the
- * library before 2026-11-26 blocked in the call and reached 21).
+ * Each wait blocks an OS thread under bobbin too (inside entersyscall, the
+ * thread kept on it: see ptrace_child), hence --max-threads in meson.build.
  */
 
 #include "probe.h"

@@ -30,89 +30,30 @@
 		IN_SYSCALL(ret, REAL(name) args, cancel); \
 	}
 
-/* A child's end, waited for on the poller: a thread per child waiting in
- * waitpid (a supervisor, Python's Popen.wait in threads) held an OS thread
- * each. Only a wait for one given child to end (pid > 0, neither stops nor
- * continues asked for) has a pidfd to wait on: the call is made with
- * WNOHANG, and while the child runs the thread parks until its pidfd is
- * readable. But a traced child's stops are reported to its tracer's plain
- * waitpid too, and a pidfd does not announce them: a child that some thread
- * traces (TracerPid in its /proc status) is waited for in the call itself,
- * and a park lasts 1 ms, doubling up to 128 ms, before the call is made
- * again (a child that asks to be traced, PTRACE_TRACEME, after the look).
- * Anything else, or a kernel without pidfd_open, blocks in the call as
- * before (inside entersyscall). */
-static bool exit_only(pid_t pid, int opt)
-{
-	return pid > 0 && (opt & ~(__WALL | __WCLONE | __WNOTHREAD)) == 0;
-}
-
-/* the child is traced (its status says so), or cannot be looked at */
-static bool traced(pid_t pid)
-{
-	char path[40], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	long fd = bb_sys(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
-	bb_sys(SYS_close, fd, 0, 0);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	const char *t = strstr(buf, "TracerPid:");
-	return t == NULL || atoi(t + 10) != 0;
-}
-
-static pid_t wait_child(pid_t pid, int *st, int opt, struct rusage *ru)
-{
-	int64_t slice = 1000000;
-	for (;;) {
-		bb_testcancel();
-		pid_t r = REAL(wait4)(pid, st, opt | WNOHANG, ru);
-		if (r != 0)
-			return r;
-		if (traced(pid))
-			break;
-		long fd = bb_sys(SYS_pidfd_open, pid, 0, 0);
-		if (fd < 0) /* reaped meanwhile (the call says ECHILD), or no pidfds */
-			break;
-		short ev = POLLIN;
-		int ifd = (int)fd;
-		int err = bb_netpoll_wait_many(&ifd, &ev, 1, bb_nanotime() + slice);
-		close(ifd);
-		if (bb_take_eintr()) {
-			errno = EINTR; /* a handler without SA_RESTART ran */
-			return -1;
-		}
-		if (err == EPERM)
-			break;
-		if (slice < 128000000)
-			slice *= 2;
+/* The wait functions block in the kernel (inside entersyscall), with the
+ * G kept on its OS thread for the call (locked for its duration): a
+ * traced child's stops are reported to its tracer's wait, and the kernel
+ * answers ptrace requests only from the tracer's own OS thread, the one
+ * that forked a PTRACE_TRACEME child; a wait that came back on another OS
+ * thread left the tracer's next request failing with ESRCH. (A wait on
+ * the poller, through the child's pidfd, would spare the OS thread, but a
+ * pidfd announces no tracing stop, and the park itself may move the
+ * thread.) */
+#define WAIT_WRAP(ret, name, params, args)                      \
+	BB_EXPORT ret name params                               \
+	{                                                       \
+		if (!bb_on_g())                                 \
+			return REAL(name) args;                 \
+		bb_lock_os_thread();                            \
+		ret r_ = BB_IN_SYSCALL(ret, REAL(name) args, true); \
+		bb_unlock_os_thread();                          \
+		return r_;                                      \
 	}
-	IN_SYSCALL(pid_t, REAL(wait4)(pid, st, opt, ru), true);
-}
 
-BB_EXPORT pid_t waitpid(pid_t pid, int *st, int opt)
-{
-	if (!bb_on_g())
-		return REAL(waitpid)(pid, st, opt);
-	if (exit_only(pid, opt))
-		return wait_child(pid, st, opt, NULL);
-	IN_SYSCALL(pid_t, REAL(waitpid)(pid, st, opt), true);
-}
-
-BB_EXPORT pid_t wait4(pid_t pid, int *st, int opt, struct rusage *ru)
-{
-	if (!bb_on_g())
-		return REAL(wait4)(pid, st, opt, ru);
-	if (exit_only(pid, opt))
-		return wait_child(pid, st, opt, ru);
-	IN_SYSCALL(pid_t, REAL(wait4)(pid, st, opt, ru), true);
-}
-
-SYSCALL_WRAP(pid_t, wait, (int *st), (st), true)
-SYSCALL_WRAP(int, waitid, (idtype_t t, id_t id, siginfo_t *si, int opt), (t, id, si, opt), true)
+WAIT_WRAP(pid_t, waitpid, (pid_t pid, int *st, int opt), (pid, st, opt))
+WAIT_WRAP(pid_t, wait4, (pid_t pid, int *st, int opt, struct rusage *ru), (pid, st, opt, ru))
+WAIT_WRAP(pid_t, wait, (int *st), (st))
+WAIT_WRAP(int, waitid, (idtype_t t, id_t id, siginfo_t *si, int opt), (t, id, si, opt))
 SYSCALL_WRAP(int, flock, (int fd, int op), (fd, op), false)
 SYSCALL_WRAP(int, fsync, (int fd), (fd), true)
 SYSCALL_WRAP(int, fdatasync, (int fd), (fd), true)
