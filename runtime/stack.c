@@ -197,8 +197,6 @@ typedef struct stk {
 	size_t guard;   /* the guard at its bottom */
 } stk;
 
-enum { SCAN_LOCAL = BB_STACK_LOCAL_MAX };
-
 static void stk_release(stk *s)
 {
 	const size_t keep = 16 * 1024;
@@ -319,11 +317,11 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 	}
 }
 
-/* unlink and return the first of the first max entries of *list that is
- * of mapsize and guard, or NULL */
-static stk *stk_find(stk **list, int max, size_t mapsize, size_t guard)
+/* unlink and return the first entry of a P's list (BB_STACK_LOCAL_MAX at
+ * most) that is of mapsize and guard, or NULL */
+static stk *stk_find(stk **list, size_t mapsize, size_t guard)
 {
-	for (int i = 0; *list && i < max; i++, list = &(*list)->next) {
+	for (; *list; list = &(*list)->next) {
 		stk *s = *list;
 		if (s->mapsize == mapsize && s->guard == guard) {
 			*list = s->next;
@@ -352,7 +350,7 @@ static stk *stk_pop(struct bb_stkclass *c)
  * From the global cache, up to half a P's worth of them come along. */
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 {
-	stk *s = stk_find((stk **)&pp->stkfree, SCAN_LOCAL, mapsize, guard);
+	stk *s = stk_find((stk **)&pp->stkfree, mapsize, guard);
 	if (s)
 		pp->nstkfree--;
 	else if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {

@@ -11,12 +11,8 @@
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <sys/syscall.h>
 #include <poll.h>
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* The body every wrapper shares: BB_IN_SYSCALL (shim.h), returned. */
 #define IN_SYSCALL(ret, call, cancel) return BB_IN_SYSCALL(ret, call, cancel)
@@ -153,20 +149,13 @@ static ssize_t mq_wait(mq_io call, short ev, mqd_t q, char *msg, size_t len, uns
 	if (!bb_on_g())
 		return call(q, msg, len, prio, p, abs);
 	static const struct timespec past = {0, 0};
-	int64_t deadline = 0;
-	bool bad = abs && (abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000);
-	if (abs && !bad) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		int64_t left = (abs->tv_sec - now.tv_sec) * 1000000000LL + (abs->tv_nsec - now.tv_nsec);
-		deadline = bb_nanotime() + (left > 0 ? left : 0) + 1;
-	}
+	int64_t deadline = abs ? bb_abs_deadline(CLOCK_REALTIME, abs) : 0; /* -1: invalid */
 	for (;;) {
 		bb_testcancel();
 		ssize_t r = call(q, msg, len, prio, p, &past);
 		if (r >= 0 || errno != ETIMEDOUT)
 			return r;
-		if (bad) {
+		if (deadline < 0) {
 			errno = EINVAL;
 			return -1;
 		}

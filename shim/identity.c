@@ -411,20 +411,18 @@ BB_EXPORT int prctl(int option, ...)
 		memcpy((char *)a2, bb_getg()->name, 16);
 		return 0;
 	}
-	if (bb_on_g() && option == PR_SET_NAME && bb_getg()->is_main) {
-		/* main's name is the process's (the initial OS thread's comm, what
-		 * ps shows), wherever main runs: no OS thread of its own needed */
-		bb_g *gp = bb_getg();
-		strncpy(gp->name, (const char *)a2, sizeof gp->name - 1);
-		gp->name[sizeof gp->name - 1] = '\0';
-		bb_name_process(gp->name);
-		return 0;
-	}
 	if (bb_on_g() && option == PR_SET_NAME) {
 		bb_g *gp = bb_getg();
-		bb_lock_os_thread();
 		strncpy(gp->name, (const char *)a2, sizeof gp->name - 1);
 		gp->name[sizeof gp->name - 1] = '\0';
+		if (gp->is_main) {
+			/* main's name is the process's (the initial OS thread's
+			 * comm, what ps shows), wherever main runs: no OS thread
+			 * of its own needed */
+			bb_name_process(gp->name);
+			return 0;
+		}
+		bb_lock_os_thread(); /* the comm is its OS thread's */
 	}
 	return real(option, a2, a3, a4, a5);
 }

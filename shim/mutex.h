@@ -44,6 +44,5 @@ _Static_assert(sizeof(bb_mutex) == sizeof(pthread_mutex_t), "mutex overlay");
 /* the program's mutex released from g0 by a condvar wait: no owner checks */
 void bb_mutex_release(void *m);
 int bb_mutex_lock_until(bb_mutex *m, int64_t deadline);
-int64_t bb_abs_deadline(clockid_t clock, const struct timespec *abstime);
 
 #endif

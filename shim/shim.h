@@ -188,6 +188,9 @@ int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
 bool bb_mask_usable(size_t size, const cpu_set_t *set); /* identity.c */
 int bb_sched_args_ok(int policy, int prio);             /* identity.c */
 void bb_name_process(const char *name);           /* identity.c: main renamed */
+/* a deadline on the monotonic clock for an absolute time on clock, -1 if
+ * the time is invalid (pthread_mutex.c) */
+int64_t bb_abs_deadline(clockid_t clock, const struct timespec *abstime);
 bool bb_redirect_main_unwind(bb_g *gp);         /* cancel.c */
 void bb_clone_child(uint64_t flags);             /* exec.c: first thing in a clone child */
 
