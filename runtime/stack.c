@@ -39,15 +39,26 @@ size_t bb_default_stacksize(void)
 	return default_stacksize;
 }
 
-/* Stacks of the default size with a one-page guard are carved from chunks
- * of STACK_CHUNK made at once: one mmap, then every guard in a row while
- * no thread runs on the chunk yet. A burst of thread creation
- * then makes no system call for 15 stacks in 16, and the first faults on
- * a new stack never wait behind a split of the mapping they are in. Each
- * stack is still unmapped on its own (munmap takes any page range). */
+/* Stacks are carved from chunks of up to STACK_CHUNK made at once: one
+ * mmap, then every guard in a row while no thread runs on the chunk yet. A
+ * burst of thread creation then makes no system call for 15 stacks in 16
+ * (a separate mapping and guard cost about 3 us here, a guard in a chunk
+ * half that: the guard shares its page-table page with the stack below),
+ * and the first faults on a new stack never wait behind a split of the
+ * mapping they are in. Each stack is still unmapped on its own (munmap
+ * takes any page range). One chunk is open for the default size and one
+ * for the last other size asked for (a program that sets its own size,
+ * as Rust's threads do, asks for one); a chunk takes at most
+ * STACK_CHUNK_SPAN of address space, and a stack bigger than half of it is
+ * mapped alone. */
 #define STACK_CHUNK 16
+#define STACK_CHUNK_SPAN (256ul << 20)
 static bb_lock chunklock;
-static uintptr_t chunk_next, chunk_end;
+struct chunk {
+	size_t unit, guard; /* each stack's mapping and its guard */
+	uintptr_t next, end;
+};
+static struct chunk chunks[2]; /* [0] the default size, [1] the last other */
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
@@ -81,44 +92,60 @@ static void *map_one(size_t total, size_t guard)
 	return p;
 }
 
+/* a new chunk of stacks of total bytes each into ck (chunklock held):
+ * false if not even its first could be mapped */
+static bool chunk_refill(struct chunk *ck, size_t total, size_t guard)
+{
+	size_t n = STACK_CHUNK_SPAN / total;
+	if (n > STACK_CHUNK)
+		n = STACK_CHUNK;
+	char *c = map_one(total * n, guard);
+	if (c == MAP_FAILED)
+		return false;
+	size_t i = 1;
+	for (; i < n && guard; i++)
+		if (make_guard(c + i * total, guard) != 0)
+			break;
+	if (guard == 0)
+		i = n;
+	if (i < n) /* the stacks whose guards are in place */
+		munmap(c + i * total, (n - i) * total);
+	if (ck->next != ck->end) /* the rest of a chunk of another size */
+		munmap((void *)ck->next, ck->end - ck->next);
+	ck->unit = total;
+	ck->guard = guard;
+	ck->next = (uintptr_t)c;
+	ck->end = ck->next + i * total;
+	return true;
+}
+
 static void *map_stack(size_t total, size_t guard)
 {
-	size_t unit = bb_default_stacksize() + PAGE;
-	if (total != unit || guard != PAGE)
+	if (total > STACK_CHUNK_SPAN / 2)
 		return map_one(total, guard);
+	bool dflt = total == bb_default_stacksize() + PAGE && guard == PAGE;
+	struct chunk *ck = &chunks[dflt ? 0 : 1];
 	void *p = NULL;
 	bb_lock_acquire(&chunklock);
-	if (chunk_next == chunk_end) {
-		char *c = map_one(unit * STACK_CHUNK, PAGE);
-		int i = 1;
-		if (c != MAP_FAILED)
-			for (; i < STACK_CHUNK; i++)
-				if (make_guard(c + i * unit, PAGE) != 0)
-					break;
-		if (c != MAP_FAILED) { /* the stacks whose guards are in place */
-			if (i < STACK_CHUNK)
-				munmap(c + i * unit, (STACK_CHUNK - i) * unit);
-			chunk_next = (uintptr_t)c;
-			chunk_end = chunk_next + i * unit;
-		}
-	}
-	if (chunk_next != chunk_end) {
-		p = (void *)chunk_next;
-		chunk_next += unit;
+	if ((ck->next != ck->end && ck->unit == total && ck->guard == guard) ||
+	    chunk_refill(ck, total, guard)) {
+		p = (void *)ck->next;
+		ck->next += total;
 	}
 	bb_lock_release(&chunklock);
 	return p ? p : map_one(total, guard);
 }
 
 /* another thread may have held chunklock at the fork, mid-update: the child
- * starts a chunk of its own (the parent's rest is only address space) */
+ * starts chunks of its own (the parent's rest is only address space) */
 void bb_stack_forkchild(void)
 {
 	/* (stores only where needed: each copies a page shared with the parent) */
 	if (atomic_load(&chunklock.key))
 		atomic_store(&chunklock.key, 0);
-	if (chunk_next || chunk_end)
-		chunk_next = chunk_end = 0;
+	for (int i = 0; i < 2; i++)
+		if (chunks[i].next || chunks[i].end)
+			chunks[i] = (struct chunk){0};
 }
 
 /* A stack of size bytes above a guard. with_tcb: the G's TCB and static

@@ -132,17 +132,21 @@ from_attr:;
 	/* the attributes' mask and CPUs, where set (glibc keeps them apart) */
 	sigset_t mask;
 	uint64_t mask64;
-	bool has_mask = a != &def && pthread_attr_getsigmask_np(a, &mask) == 0;
+	/* (glibc allocates the attributes' extension for either: without one,
+	 * neither was set, and a create need not ask) */
+	bool ext = a != &def && ga->extension != NULL;
+	bool has_mask = ext && pthread_attr_getsigmask_np(a, &mask) == 0;
 	if (has_mask)
 		memcpy(&mask64, &mask, sizeof mask64);
 	cpu_set_t cpus, all;
 	bool has_cpus = false;
-	memset(&all, 0xff, sizeof all);
-	if (a != &def && pthread_attr_getaffinity_np(a, sizeof cpus, &cpus) == 0 &&
-	    !CPU_EQUAL(&cpus, &all)) { /* glibc's answer when none was set */
-		if (!bb_mask_usable(sizeof cpus, &cpus))
-			return EINVAL; /* as NPTL's create, which cannot apply it */
-		has_cpus = true;
+	if (ext && pthread_attr_getaffinity_np(a, sizeof cpus, &cpus) == 0) {
+		memset(&all, 0xff, sizeof all);
+		if (!CPU_EQUAL(&cpus, &all)) { /* glibc's answer when none was set */
+			if (!bb_mask_usable(sizeof cpus, &cpus))
+				return EINVAL; /* as NPTL's create, which cannot apply it */
+			has_cpus = true;
+		}
 	}
 	if (a == &def)
 		pthread_attr_destroy(&def);
