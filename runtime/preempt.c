@@ -192,6 +192,23 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 	atomic_fetch_add_explicit(&bb_stats_.stuck_detached, 1, memory_order_relaxed);
 }
 
+/* A G that the preemption signal finds in the same few bytes of code time
+ * after time spins in a loop waiting for another thread (redis's I/O
+ * threads and main thread wait for one another so); one found all over
+ * its code computes. sysmon gives a spinner short slices when others wait
+ * (slice_for), so that the thread it waits for gets a P soon, and a
+ * computing thread longer ones, so that its caches stay warm. */
+static void note_spin(bb_g *gp, uintptr_t pc)
+{
+	uint8_t n = atomic_load_explicit(&gp->spinning, memory_order_relaxed);
+	if (pc - gp->preempt_pc + 32 <= 64)
+		n = 4; /* a spinner for this and the next 3 slices at least */
+	else if (n > 0)
+		n--;
+	atomic_store_explicit(&gp->spinning, n, memory_order_relaxed);
+	gp->preempt_pc = pc;
+}
+
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
 	bb_m *mp = bb_self_m();
@@ -219,6 +236,8 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	/* preemption, or an asynchronous pthread_cancel (it takes the same way
 	 * out: bb_asyncpreempt2 acts on it), only at a safe point */
 	if (running && (gp->preempt || (bb_async_cancel_hook && bb_async_cancel_due(gp)))) {
+		if (gp->preempt)
+			note_spin(gp, pc);
 		if (gp->libclocks == 0 && safe_pc(pc))
 			why |= ASYNC_PREEMPT;
 		else

@@ -366,6 +366,7 @@ static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 	gp->m = mp;
 	own_gstatus(gp, Grunnable, Grunning);
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);
+	atomic_store_explicit(&gp->hog, false, memory_order_relaxed);
 	/* owner P only writes it; sysmon reads it */
 	atomic_store_explicit(&mp->p->switchtick,
 			      atomic_load_explicit(&mp->p->switchtick, memory_order_relaxed) + 1,
@@ -924,6 +925,7 @@ static void gosched_m(bb_g *gp)
 	bb_casgstatus(gp, Grunning, Grunnable);
 	mp->curg = NULL;
 	gp->m = NULL;
+	atomic_store_explicit(&gp->hog, true, memory_order_relaxed);
 	bb_lock_acquire(&bb_sched_.lock);
 	bb_globrunqput(gp);
 	bb_lock_release(&bb_sched_.lock);
@@ -949,6 +951,7 @@ static void yield_post(bb_g *prev)
 {
 	bb_m *mp = bb_getm();
 	prev->m = NULL;
+	atomic_store_explicit(&prev->hog, true, memory_order_relaxed);
 	own_gstatus(prev, Grunning, Grunnable);
 	bb_runqput(mp->p, prev, false);
 	bb_wakep(); /* an idle P may take it: Gs that yield spread over the Ps */

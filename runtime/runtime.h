@@ -218,6 +218,9 @@ struct bb_g {
 	bool pinned_wait;    /* parked on its own M (libclocks > 0); read by goready */
 	_Atomic bool preempt; /* sysmon asks it to yield at its next chance */
 	uint8_t async_why;   /* what the SIGURG handler sent it to bb_asyncpreempt for */
+	_Atomic uint8_t spinning; /* preempted in the same few bytes of code 1-3 times running */
+	_Atomic bool hog;    /* queued by a preemption or a yield, not readied (slice_for) */
+	uintptr_t preempt_pc; /* where the latest preemption signal found it */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
