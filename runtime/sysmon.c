@@ -398,11 +398,13 @@ static void sigwatch_init(void)
 }
 
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
-static bool waiting;   /* every P busy and Gs queued: look again in 500 µs */
+static bool waiting;   /* every P busy and Gs queued: look again by slice_due */
+static int64_t slice_due; /* the earliest end of a slice that Gs wait for */
+#define WAITING_LOOK_NS (2000 * 1000) /* and at least this often meanwhile */
 static int64_t watch_ns; /* stalled() looks again this soon (INT64_MAX: none) */
 
 #define STALL_NS (50 * 1000)       /* the first window */
-#define STALL_MAX_NS (1000 * 1000) /* windows double up to this while it computes */
+#define STALL_MAX_NS WAITING_LOOK_NS /* windows double up to this while it computes */
 
 static void watch_in(int64_t ns)
 {
@@ -510,7 +512,7 @@ static int64_t slice_for(bb_p *pp, int64_t ran)
 		return bb_timeslice_ns;
 	waiting = true;
 	if (ran < slice_min())
-		return bb_timeslice_ns; /* too soon to tell (and to look) */
+		return slice_min(); /* too soon to tell (and to look) */
 	bb_m *m = pp->m; /* racy: Ms and Gs are never freed; a hint */
 	bb_g *gp = m ? m->curg : NULL;
 	if (gp && atomic_load_explicit(&gp->spinning, memory_order_relaxed) > 0)
@@ -525,6 +527,7 @@ static int retake(int64_t now)
 	int n = 0;
 	repreempt = waiting = false;
 	watch_ns = INT64_MAX;
+	slice_due = INT64_MAX;
 	/* the process's only thread is never preempted: no other thread
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are
@@ -539,6 +542,7 @@ static int retake(int64_t now)
 		}
 		if (status == Prunning) {
 			/* the same G for a whole time slice: ask it to yield */
+			int64_t due;
 			uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
 			if (pd[i].switchtick != t || pd[i].switchwhen == 0) { /* or first sight */
 				pd[i].switchtick = t;
@@ -549,7 +553,7 @@ static int retake(int64_t now)
 				atomic_fetch_add_explicit(&bb_stats_.preempt_stalled, 1,
 							  memory_order_relaxed);
 				bb_check_stuck(pp); /* if it sleeps there ('S', 'D') */
-			} else if (pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen) <= now) {
+			} else if ((due = pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen)) <= now) {
 				if (pd[i].firstask == 0)
 					pd[i].firstask = now;
 				else if (pd[i].firstask + bb_timeslice_ns <= now)
@@ -561,6 +565,8 @@ static int retake(int64_t now)
 				 * only retaken Ps) */
 				pd[i].switchwhen = now - bb_timeslice_ns + 1000000;
 				repreempt = true;
+			} else if (waiting && due < slice_due) {
+				slice_due = due;
 			}
 			continue;
 		}
@@ -621,8 +627,17 @@ static void *sysmon(void *arg)
 			delay = 10000;
 		if (repreempt && delay > 1000)
 			delay = 1000;
-		if (waiting && delay > 500)
-			delay = 500;
+		if (waiting) {
+			/* until the first slice that Gs wait for may end, and
+			 * no longer than WAITING_LOOK_NS (a thread woken
+			 * meanwhile shortens the slice: slice_for) */
+			int64_t left = slice_due - bb_nanotime();
+			if (left > WAITING_LOOK_NS)
+				left = WAITING_LOOK_NS;
+			left /= 1000;
+			if (delay > left)
+				delay = left > 20 ? left : 20;
+		}
 		if (watch_ns != INT64_MAX && delay > watch_ns / 1000)
 			delay = watch_ns / 1000 > 20 ? watch_ns / 1000 : 20;
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
