@@ -47,8 +47,9 @@ size_t bb_default_stacksize(void)
  * and the first faults on a new stack never wait behind a split of the
  * mapping they are in. Each stack is still unmapped on its own (munmap
  * takes any page range). One chunk is open for the default size and one
- * for the last other size asked for (a program that sets its own size,
- * as Rust's threads do, asks for one); a chunk takes at most
+ * for another size (a program that sets its own size, as Rust's threads
+ * do, asks for one): the size that finds that chunk used up takes it over,
+ * and a third size meanwhile maps its stacks alone. A chunk takes at most
  * STACK_CHUNK_SPAN of address space, and a stack bigger than half of it is
  * mapped alone. */
 #define STACK_CHUNK 16
@@ -110,8 +111,6 @@ static bool chunk_refill(struct chunk *ck, size_t total, size_t guard)
 		i = n;
 	if (i < n) /* the stacks whose guards are in place */
 		munmap(c + i * total, (n - i) * total);
-	if (ck->next != ck->end) /* the rest of a chunk of another size */
-		munmap((void *)ck->next, ck->end - ck->next);
 	ck->unit = total;
 	ck->guard = guard;
 	ck->next = (uintptr_t)c;
@@ -127,8 +126,10 @@ static void *map_stack(size_t total, size_t guard)
 	struct chunk *ck = &chunks[dflt ? 0 : 1];
 	void *p = NULL;
 	bb_lock_acquire(&chunklock);
-	if ((ck->next != ck->end && ck->unit == total && ck->guard == guard) ||
-	    chunk_refill(ck, total, guard)) {
+	bool mine = ck->unit == total && ck->guard == guard;
+	/* a chunk of another size with stacks left keeps its slot: this stack
+	 * is mapped alone (two sizes in turn must not remap a chunk each) */
+	if ((ck->next != ck->end && mine) || (ck->next == ck->end && chunk_refill(ck, total, guard))) {
 		p = (void *)ck->next;
 		ck->next += total;
 	}
