@@ -400,6 +400,7 @@ static void sigwatch_init(void)
 static bool repreempt; /* a preemption request is pending: look again in 1 ms */
 static bool waiting;   /* every P busy and Gs queued: look again by slice_due */
 static int64_t slice_due; /* the earliest end of a slice that Gs wait for */
+static bool insyscall;    /* a P was in a system call at the last look */
 #define WAITING_LOOK_NS (2000 * 1000) /* and at least this often meanwhile */
 static int64_t watch_ns; /* stalled() looks again this soon (INT64_MAX: none) */
 
@@ -528,6 +529,7 @@ static int retake(int64_t now)
 	repreempt = waiting = false;
 	watch_ns = INT64_MAX;
 	slice_due = INT64_MAX;
+	insyscall = false;
 	/* the process's only thread is never preempted: no other thread
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are
@@ -572,6 +574,7 @@ static int retake(int64_t now)
 		}
 		if (status != Psyscall)
 			continue;
+		insyscall = true;
 		uint32_t t = pp->syscalltick; /* racy read: only compared for change */
 		if (pd[i].syscalltick != t) {
 			pd[i].syscalltick = t;
@@ -634,6 +637,9 @@ static void *sysmon(void *arg)
 			int64_t left = slice_due - bb_nanotime();
 			if (left > WAITING_LOOK_NS)
 				left = WAITING_LOOK_NS;
+			/* a P in a system call is retaken within 500 µs */
+			if (insyscall && left > 500 * 1000)
+				left = 500 * 1000;
 			left /= 1000;
 			if (delay > left)
 				delay = left > 20 ? left : 20;
