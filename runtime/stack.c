@@ -59,7 +59,7 @@ struct chunk {
 	size_t unit, guard; /* each stack's mapping and its guard */
 	uintptr_t next, end;
 };
-static struct chunk chunks[2]; /* [0] the default size, [1] the last other */
+static struct chunk chunks[2]; /* [0] the default size, [1] another */
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
@@ -103,12 +103,10 @@ static bool chunk_refill(struct chunk *ck, size_t total, size_t guard)
 	char *c = map_one(total * n, guard);
 	if (c == MAP_FAILED)
 		return false;
-	size_t i = 1;
-	for (; i < n && guard; i++)
+	size_t i = guard ? 1 : n; /* (the first's guard map_one made) */
+	for (; i < n; i++)
 		if (make_guard(c + i * total, guard) != 0)
 			break;
-	if (guard == 0)
-		i = n;
 	if (i < n) /* the stacks whose guards are in place */
 		munmap(c + i * total, (n - i) * total);
 	ck->unit = total;

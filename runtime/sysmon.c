@@ -401,6 +401,7 @@ static bool repreempt; /* a preemption request is pending: look again in 1 ms */
 static bool waiting;   /* every P busy and Gs queued: look again by slice_due */
 static int64_t slice_due; /* the earliest end of a slice that Gs wait for */
 static bool insyscall;    /* a P was in a system call at the last look */
+static int8_t latency_seen; /* latency_waits() of this look: -1 not asked yet */
 #define WAITING_LOOK_NS (2000 * 1000) /* and at least this often meanwhile */
 static int64_t watch_ns; /* stalled() looks again this soon (INT64_MAX: none) */
 
@@ -458,8 +459,17 @@ static bool stalled(bb_p *pp, pstate *ps, int64_t now)
 /* Whether a G that waits for a P was readied, created or is back from a
  * system call, rather than preempted or yielding: the first few of each
  * P's queue and of the global queue are looked at (racily: Gs are never
- * freed; a hint). */
+ * freed; a hint), once per look of sysmon's whatever the number of Ps. */
+static bool look_for_latency(void);
+
 static bool latency_waits(void)
+{
+	if (latency_seen < 0)
+		latency_seen = look_for_latency();
+	return latency_seen;
+}
+
+static bool look_for_latency(void)
 {
 	enum { LOOK = 8 };
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
@@ -530,6 +540,7 @@ static int retake(int64_t now)
 	watch_ns = INT64_MAX;
 	slice_due = INT64_MAX;
 	insyscall = false;
+	latency_seen = -1;
 	/* the process's only thread is never preempted: no other thread
 	 * waits for its P (timers, the poller and signals all belong to it),
 	 * and the signal would only interrupt its system calls that are

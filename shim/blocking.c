@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <poll.h>
 #include <errno.h>
 
 /* The body every wrapper shares: BB_IN_SYSCALL (shim.h), returned. */
@@ -143,7 +142,8 @@ static ssize_t mq_wr(mqd_t q, char *msg, size_t len, unsigned *prio, unsigned p,
 	return real(q, msg, len, p, ts);
 }
 
-static ssize_t mq_wait(mq_io call, short ev, mqd_t q, char *msg, size_t len, unsigned *prio,
+/* mode: 0 waits for a message (receive), 1 for room (send) */
+static ssize_t mq_wait(mq_io call, int mode, mqd_t q, char *msg, size_t len, unsigned *prio,
 		       unsigned p, const struct timespec *abs)
 {
 	if (!bb_on_g())
@@ -161,7 +161,7 @@ static ssize_t mq_wait(mq_io call, short ev, mqd_t q, char *msg, size_t len, uns
 		}
 		if (deadline && bb_nanotime() >= deadline)
 			return -1; /* ETIMEDOUT, the caller's */
-		int fd = (int)q, err = bb_netpoll_wait_many(&fd, &ev, 1, deadline);
+		int err = bb_netpoll_wait((int)q, mode, deadline);
 		if (bb_take_eintr()) {
 			errno = EINTR; /* a handler without SA_RESTART ran */
 			return -1;
@@ -177,24 +177,24 @@ static ssize_t mq_wait(mq_io call, short ev, mqd_t q, char *msg, size_t len, uns
 
 BB_EXPORT ssize_t mq_receive(mqd_t q, char *msg, size_t len, unsigned *prio)
 {
-	return mq_wait(mq_rd, POLLIN, q, msg, len, prio, 0, NULL);
+	return mq_wait(mq_rd, 0, q, msg, len, prio, 0, NULL);
 }
 
 BB_EXPORT ssize_t mq_timedreceive(mqd_t q, char *msg, size_t len, unsigned *prio,
 				  const struct timespec *abs)
 {
-	return mq_wait(mq_rd, POLLIN, q, msg, len, prio, 0, abs);
+	return mq_wait(mq_rd, 0, q, msg, len, prio, 0, abs);
 }
 
 BB_EXPORT int mq_send(mqd_t q, const char *msg, size_t len, unsigned prio)
 {
-	return (int)mq_wait(mq_wr, POLLOUT, q, (char *)msg, len, NULL, prio, NULL);
+	return (int)mq_wait(mq_wr, 1, q, (char *)msg, len, NULL, prio, NULL);
 }
 
 BB_EXPORT int mq_timedsend(mqd_t q, const char *msg, size_t len, unsigned prio,
 			   const struct timespec *abs)
 {
-	return (int)mq_wait(mq_wr, POLLOUT, q, (char *)msg, len, NULL, prio, abs);
+	return (int)mq_wait(mq_wr, 1, q, (char *)msg, len, NULL, prio, abs);
 }
 
 BB_EXPORT int mq_close(mqd_t q)
