@@ -1,6 +1,7 @@
 /* fork_locked_wait — a forked child whose only thread is locked to its OS
- * thread (it names itself with prctl(PR_SET_NAME), as `perf stat` does
- * before it waits for the go-ahead) and then waits: in a sleep, and in a
+ * thread (by prctl(PR_SET_TIMERSLACK), per-OS-thread state; `perf stat`
+ * named itself with PR_SET_NAME before it waited for the go-ahead, which
+ * pinned its thread until names stopped pinning) and then waits: in a sleep, and in a
  * read of a pipe that the parent writes 100 ms later. Under bobbin the
  * child has no sysmon yet and its one M sleeps while its locked thread
  * waits: some M must still sleep in the netpoller and on the timers, or the
@@ -40,7 +41,7 @@ int main(void)
     REQUIRE(child >= 0, "fork");
     if (child == 0) {
         close(p[1]);
-        prctl(PR_SET_NAME, "locked-child");
+        prctl(PR_SET_TIMERSLACK, 50000UL); /* the default slack: only the pin differs */
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL); /* a timer while the locked M sleeps */
         char buf[16] = {0};

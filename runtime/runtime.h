@@ -696,6 +696,7 @@ typedef struct bb_stats {
 	_Atomic uint64_t steals;            /* successful steals from another P */
 	_Atomic uint64_t netpoll_ready;     /* Gs made ready by the network poller */
 	_Atomic uint64_t timer_fires;       /* timers run */
+	_Atomic uint64_t timer_rescues;     /* overdue timers sysmon started an M for */
 } bb_stats;
 extern bb_stats bb_stats_;
 extern bool bb_stats_on; /* BOBBIN_STATS: keep the counts that cost a shared line */

@@ -166,7 +166,11 @@ void bb_handoffp(bb_p *pp)
 		bb_startm(pp, false);
 		return;
 	}
-	bool timers = atomic_load_explicit(&pp->timer0when, memory_order_relaxed) != 0;
+	/* its own timers, or any P's that no M sleeps until: the timer
+	 * sleeper may have left to run a G locked to another M
+	 * (startlockedm), and that M hands off here when its G parks or ends */
+	bool timers = atomic_load_explicit(&pp->timer0when, memory_order_relaxed) != 0 ||
+		      (atomic_load(&bb_sched_.timersleeper) == NULL && bb_nexttimer() != 0);
 	bb_pidleput(pp);
 	bb_lock_release(&bb_sched_.lock);
 	if (timers)

@@ -663,6 +663,16 @@ static void *sysmon(void *arg)
 		int64_t now = bb_nanotime();
 		int n = retake(now);
 		bb_stack_trim(now); /* stacks unused for a second or two: unmapped */
+		/* a timer 2 ms overdue while no M sleeps until it and a P is
+		 * idle: whoever should have slept until it went elsewhere (as
+		 * Go's sysmon, start an M for it) */
+		int64_t next = bb_nexttimer();
+		if (next != 0 && next + 2 * 1000 * 1000 < now &&
+		    atomic_load(&bb_sched_.timersleeper) == NULL &&
+		    atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0) {
+			atomic_fetch_add_explicit(&bb_stats_.timer_rescues, 1, memory_order_relaxed);
+			bb_wakep();
+		}
 		/* nobody has polled the network for 10 ms: do it, so I/O is not
 		 * starved by Ps that are never idle */
 		int64_t last = atomic_load(&bb_lastpoll);

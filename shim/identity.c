@@ -306,6 +306,24 @@ BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched
 	static int (*real)(pthread_t, int, const struct sched_param *);
 	if (real == NULL)
 		real = (int (*)(pthread_t, int, const struct sched_param *))next("pthread_setschedparam");
+	/* the policy every OS thread starts with, for a thread that has no
+	 * OS thread of its own: nothing for the kernel to change, no OS
+	 * thread to take (GNAT's runtime sets it on the main thread at
+	 * start-up, and a pinned main made every Ada rendezvous a hand-over
+	 * between OS threads) */
+	bb_g *own = bb_on_g() ? bb_g_of(th) : NULL;
+	if (own && bb_sched_is_start(policy, param->sched_priority)) {
+		bb_lock_acquire(&own->lock);
+		bool kept = own->lockedm == NULL && atomic_load(&own->status) != Gdead;
+		if (kept) {
+			own->schedpolicy = policy;
+			own->schedprio = param->sched_priority;
+			atomic_fetch_and_explicit(&own->kpending, ~BB_KP_SCHED, memory_order_relaxed);
+		}
+		bb_lock_release(&own->lock);
+		if (kept)
+			return 0;
+	}
 	pid_t tid = bb_on_g() ? tid_for(th) : TID_GLIBC;
 	if (tid == TID_GLIBC)
 		return real(th, policy, param);
@@ -412,17 +430,19 @@ BB_EXPORT int prctl(int option, ...)
 		return 0;
 	}
 	if (bb_on_g() && option == PR_SET_NAME) {
+		/* the thread's name, as pthread_setname_np sets it: in the G,
+		 * which PR_GET_NAME and pthread_getname_np answer. It once also
+		 * pinned the thread to its OS thread, for that thread's comm:
+		 * GNAT names every Ada task so, and each rendezvous became a
+		 * hand-over between OS threads, ten times slower than natively. */
 		bb_g *gp = bb_getg();
 		strncpy(gp->name, (const char *)a2, sizeof gp->name - 1);
 		gp->name[sizeof gp->name - 1] = '\0';
-		if (gp->is_main) {
-			/* main's name is the process's (the initial OS thread's
-			 * comm, what ps shows), wherever main runs: no OS thread
-			 * of its own needed */
+		/* main's name is the process's (the initial OS thread's comm,
+		 * what ps and pgrep show), wherever main runs */
+		if (gp->is_main)
 			bb_name_process(gp->name);
-			return 0;
-		}
-		bb_lock_os_thread(); /* the comm is its OS thread's */
+		return 0;
 	}
 	return real(option, a2, a3, a4, a5);
 }

@@ -48,6 +48,7 @@ static void print_stats(void)
 		  "  Ps taken from stuck Ms   %llu\n"
 		  "  netpoll wake-ups         %llu\n"
 		  "  timer fires              %llu\n"
+		  "  overdue timers rescued   %llu (by sysmon: a lost timer sleeper)\n"
 		  "  preemptions requested    %llu\n"
 		  "  of them, stalled in kernel %llu (a system call bobbin did not see)\n"
 		  "  preempt signals sent     %llu\n"
@@ -63,6 +64,7 @@ static void print_stats(void)
 		  (unsigned long long)atomic_load(&st->stuck_detached),
 		  (unsigned long long)atomic_load(&st->netpoll_ready),
 		  (unsigned long long)atomic_load(&st->timer_fires),
+		  (unsigned long long)atomic_load(&st->timer_rescues),
 		  (unsigned long long)atomic_load(&st->preempt_requested),
 		  (unsigned long long)atomic_load(&st->preempt_stalled),
 		  (unsigned long long)atomic_load(&st->preempt_signals),

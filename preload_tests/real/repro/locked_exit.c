@@ -1,4 +1,5 @@
-/* repro: threads locked to their OS thread (here by prctl(PR_SET_NAME)) that end
+/* repro: threads locked to their OS thread (here by prctl(PR_SET_TIMERSLACK); the
+ * stressor named itself with PR_SET_NAME, which pinned until names stopped pinning) that end
  * while new threads are being created.
  *
  * Bug found by stress_ng.sh (its stressor threads name themselves and change their
@@ -25,7 +26,7 @@ enum { ROUNDS = 10000 };
 
 static void *named(void *arg)
 {
-    prctl(PR_SET_NAME, "named", 0, 0, 0);
+    prctl(PR_SET_TIMERSLACK, 50000UL, 0, 0, 0);
     if (arg)
         sem_post(arg);
     return NULL;
