@@ -194,6 +194,15 @@ static ssize_t io_off_g(ioreq *r)
 	}
 }
 
+/* A call that cannot wait (MSG_DONTWAIT) on a G: still a preemption point,
+ * or a thread that loops on it would keep its P past its time slice (at
+ * BOBBIN_MAXPROCS=1 a sleeper's expired timer never ran) */
+static void nowait_point(void)
+{
+	if (bb_on_g())
+		bb_preempt_point();
+}
+
 static ssize_t do_io(ioreq *r)
 {
 	if (!bb_on_g())
@@ -503,8 +512,10 @@ static ssize_t waitall_rest(ioreq *r, ssize_t got)
 BB_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
 			   socklen_t *addrlen)
 {
-	if (flags & MSG_DONTWAIT)
+	if (flags & MSG_DONTWAIT) {
+		nowait_point();
 		return REAL(recvfrom)(fd, buf, len, flags, addr, addrlen);
+	}
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvfrom, .buf = buf, .len = len,
 		   .flags = flags, .addr = addr, .addrlen = addrlen};
 	ssize_t n = do_io(&r);
@@ -537,8 +548,10 @@ static ssize_t c_recvmsg(ioreq *r, bool nowait)
 
 BB_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	if (flags & MSG_DONTWAIT)
+	if (flags & MSG_DONTWAIT) {
+		nowait_point();
 		return REAL(recvmsg)(fd, msg, flags);
+	}
 	ioreq r = {.fd = fd, .mode = RD, .call = c_recvmsg, .msg = msg, .flags = flags};
 	ssize_t n = do_io(&r);
 	if (__builtin_expect(!(flags & MSG_WAITALL), 1) || n <= 0 ||
@@ -559,8 +572,10 @@ static ssize_t c_sendto(ioreq *r, bool nowait)
 BB_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 			 const struct sockaddr *addr, socklen_t addrlen)
 {
-	if (flags & MSG_DONTWAIT)
+	if (flags & MSG_DONTWAIT) {
+		nowait_point();
 		return REAL(sendto)(fd, buf, len, flags, addr, addrlen);
+	}
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendto, .buf = (void *)buf, .len = len,
 		   .flags = flags, .addr = (struct sockaddr *)addr, .addrlen = &addrlen};
 	return do_write_all(&r);
@@ -601,8 +616,10 @@ static void unforce_passed(const struct msghdr *msg)
 BB_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	unforce_passed(msg);
-	if (flags & MSG_DONTWAIT)
+	if (flags & MSG_DONTWAIT) {
+		nowait_point();
 		return REAL(sendmsg)(fd, msg, flags);
+	}
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmsg, .msg = (struct msghdr *)msg,
 		   .flags = flags};
 	ssize_t n = do_io(&r);
@@ -1038,6 +1055,8 @@ BB_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct 
 	if (real_recvmmsg == NULL)
 		real_recvmmsg = (int (*)(int, struct mmsghdr *, unsigned, int, struct timespec *))next("recvmmsg");
 	bool on_g = bb_on_g();
+	if (on_g && (flags & MSG_DONTWAIT))
+		bb_preempt_point();
 	if ((flags & MSG_DONTWAIT) || (!on_g && !bb_fd_forced_off_g(fd)))
 		return real_recvmmsg(fd, v, n, flags, ts);
 	bb_pd *pd = on_g ? bb_fd_view(fd) : NULL;
@@ -1060,7 +1079,11 @@ BB_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 		real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned, int))next("sendmmsg");
 	for (unsigned i = 0; v && i < n; i++)
 		unforce_passed(&v[i].msg_hdr);
-	if ((flags & MSG_DONTWAIT) || (!bb_on_g() && !bb_fd_forced_off_g(fd)))
+	if (flags & MSG_DONTWAIT) {
+		nowait_point();
+		return real_sendmmsg(fd, v, n, flags);
+	}
+	if (!bb_on_g() && !bb_fd_forced_off_g(fd))
 		return real_sendmmsg(fd, v, n, flags);
 	ioreq r = {.fd = fd, .mode = WR, .call = c_sendmmsg, .msg = (struct msghdr *)v,
 		   .len = n, .flags = flags};

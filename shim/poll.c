@@ -88,7 +88,7 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 	int saved = errno;
 	for (;;) {
 		bb_testcancel();
-		int r = REAL(poll)(fds, n, 0);
+		int r = BB_NOWAIT(int, REAL(poll)(fds, n, 0));
 		if (r != 0)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
@@ -98,7 +98,7 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 		if (handler_ran())
 			return -1;
 		if (err == ETIMEDOUT) {
-			r = REAL(poll)(fds, n, 0);
+			r = BB_NOWAIT(int, REAL(poll)(fds, n, 0));
 			if (r >= 0)
 				errno = saved;
 			return r;
@@ -110,16 +110,24 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 
 BB_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	if (!bb_on_g() || timeout == 0)
+	if (!bb_on_g())
 		return REAL(poll)(fds, n, timeout);
+	if (timeout == 0) { /* a program's own loop may call it: a preemption point */
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(poll)(fds, n, 0));
+	}
 	return poll_until(fds, n, deadline_ms(timeout));
 }
 
 BB_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		    const sigset_t *mask)
 {
-	if (!bb_on_g() || (ts && ts->tv_sec == 0 && ts->tv_nsec == 0))
+	if (!bb_on_g())
 		return REAL(ppoll)(fds, n, ts, mask);
+	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(ppoll)(fds, n, ts, mask));
+	}
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false);
 	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
@@ -144,7 +152,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 	for (;;) {
 		bb_testcancel();
 		struct timeval zero = {0, 0};
-		int k = REAL(select)(nfds, r, w, e, &zero);
+		int k = BB_NOWAIT(int, REAL(select)(nfds, r, w, e, &zero));
 		if (k != 0)
 			return k;
 		if (deadline != 0 && bb_nanotime() >= deadline)
@@ -185,7 +193,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 			*e = e0;
 		if (err == ETIMEDOUT) {
 			struct timeval z = {0, 0};
-			k = REAL(select)(nfds, r, w, e, &z);
+			k = BB_NOWAIT(int, REAL(select)(nfds, r, w, e, &z));
 			if (k >= 0)
 				errno = saved;
 			return k;
@@ -200,8 +208,12 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 
 BB_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	if (!bb_on_g() || (tv && tv->tv_sec == 0 && tv->tv_usec == 0))
+	if (!bb_on_g())
 		return REAL(select)(nfds, r, w, e, tv);
+	if (tv && tv->tv_sec == 0 && tv->tv_usec == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(select)(nfds, r, w, e, tv));
+	}
 	if (nfds < 0 || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000))) {
 		errno = EINVAL;
 		return -1;
@@ -223,8 +235,12 @@ BB_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 BB_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		      const sigset_t *mask)
 {
-	if (!bb_on_g() || (ts && ts->tv_sec == 0 && ts->tv_nsec == 0))
+	if (!bb_on_g())
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
+	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask));
+	}
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false);
 	if (nfds < 0 || (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))) {
@@ -239,7 +255,7 @@ static int epoll_until(int epfd, struct epoll_event *ev, int max, int64_t deadli
 	int saved = errno;
 	for (;;) {
 		bb_testcancel();
-		int r = REAL(epoll_wait)(epfd, ev, max, 0);
+		int r = BB_NOWAIT(int, REAL(epoll_wait)(epfd, ev, max, 0));
 		if (r != 0)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
@@ -250,7 +266,7 @@ static int epoll_until(int epfd, struct epoll_event *ev, int max, int64_t deadli
 		if (handler_ran())
 			return -1;
 		if (err == ETIMEDOUT) {
-			r = REAL(epoll_wait)(epfd, ev, max, 0);
+			r = BB_NOWAIT(int, REAL(epoll_wait)(epfd, ev, max, 0));
 			if (r >= 0)
 				errno = saved;
 			return r;
@@ -262,8 +278,12 @@ static int epoll_until(int epfd, struct epoll_event *ev, int max, int64_t deadli
 
 BB_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	if (!bb_on_g() || timeout == 0)
+	if (!bb_on_g())
 		return REAL(epoll_wait)(epfd, ev, max, timeout);
+	if (timeout == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(epoll_wait)(epfd, ev, max, 0));
+	}
 	if (max <= 0) {
 		errno = EINVAL;
 		return -1;
@@ -282,8 +302,12 @@ BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	if (real == NULL)
 		real = (int (*)(int, struct epoll_event *, int, const struct timespec *,
 				const sigset_t *))dlsym(RTLD_NEXT, "epoll_pwait2");
-	if (!bb_on_g() || (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0))
+	if (!bb_on_g())
 		return real(epfd, ev, max, timeout, mask);
+	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, real(epfd, ev, max, timeout, mask));
+	}
 	if (mask)
 		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false);
 	if (max <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
@@ -297,8 +321,12 @@ BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
 			  const sigset_t *mask)
 {
-	if (!bb_on_g() || timeout == 0)
+	if (!bb_on_g())
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
+	if (timeout == 0) {
+		bb_preempt_point();
+		return BB_NOWAIT(int, REAL(epoll_pwait)(epfd, ev, max, 0, mask));
+	}
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask, false);
 	if (max <= 0) {

@@ -160,6 +160,35 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		r_;                               \
 	})
 
+/* A call that cannot wait (a zero time-out), made on a G: bobbin's
+ * preemption signal may land in it, and poll, select and epoll_wait then
+ * fail with EINTR whatever SA_RESTART says (natively nothing interrupts
+ * them: privoxy's poll failed so, and its client got an empty reply). The
+ * EINTR is bobbin's when no handler of the program's ran on this M since
+ * sigs (mp->sigs_run before the call) and no signal waits for the G: the
+ * call is made again (BB_NOWAIT). */
+static inline bool bb_eintr_ours(bb_m *mp, uint64_t sigs)
+{
+	if (bb_getm() != mp || atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) != sigs)
+		return false;
+	bb_g *gp = mp->curg;
+	return gp != NULL && !(atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+			       atomic_load_explicit(&gp->procsig, memory_order_relaxed));
+}
+
+#define BB_NOWAIT(ret, call)                                                           \
+	({                                                                             \
+		ret r_;                                                                \
+		for (;;) {                                                             \
+			bb_m *m_ = bb_getm();                                          \
+			uint64_t s_ = atomic_load_explicit(&m_->sigs_run, memory_order_relaxed); \
+			r_ = (call);                                                   \
+			if (r_ >= 0 || errno != EINTR || !bb_eintr_ours(m_, s_))       \
+				break;                                                 \
+		}                                                                      \
+		r_;                                                                    \
+	})
+
 /* the calling thread's id as glibc keeps it (a G's own, see gettid) */
 static inline int bb_self_tid(void)
 {
