@@ -79,6 +79,7 @@ static void (*call_tls_dtors)(void);
 static void (*res_iclose)(res_state, bool);
 static long resp_off;    /* offset of libc's __resp TLS variable from the tp */
 __thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
+__thread bool bb_tls_vfork __attribute__((tls_model("initial-exec")));
 static long m_off;       /* offset of bb_tls_m from the tp (0: not known yet) */
 static char proto[0x50]; /* TCB header words copied from the initial thread */
 

@@ -393,6 +393,17 @@ extern __thread bool bb_tls_m __attribute__((tls_model("initial-exec")));
 uintptr_t bb_getgsbase(void);
 void bb_setgsbase(uintptr_t v);
 extern bb_m bb_nom; /* gs of a thread that is not an M but has a G's TLS */
+/* set by a vfork child in the TLS it shares with its waiting parent thread,
+ * cleared by the parent when it resumes (asm/vfork, shim/exec.c) */
+extern __thread bool bb_tls_vfork __attribute__((tls_model("initial-exec")));
+
+/* A child that runs on this process's memory (vfork, clone with CLONE_VM
+ * and no TLS of its own): bobbin's state is its parent's, which it must not
+ * change (fd views, poller registrations, signal records) */
+static inline bool bb_in_vm_child(void)
+{
+	return bb_tls_vfork || (bb_tls_m && bb_getm() == &bb_nom);
+}
 
 /* The M this OS thread is, or NULL. The gs base alone does not tell: a
  * thread that glibc makes for itself from an M (a SIGEV_THREAD timer's

@@ -129,6 +129,39 @@ void bb_clone_child(uint64_t flags)
 		bb_setgsbase((uintptr_t)&bb_nom);
 }
 
+/* vfork (asm/vfork_x86_64_sysv_elf.S), before the system call: the fds the
+ * child may inherit go back to the blocking mode the program asked for, as
+ * at a fork; those the child makes inheritable itself (dup2 onto 0-2 and
+ * the like) it unforces as it makes them (fd.c, unforce_via) */
+__attribute__((visibility("hidden"))) void bb_vfork_prepare(void)
+{
+	if (bb_active && !bb_in_vm_child())
+		bb_fd_unforce_inheritable();
+}
+
+/* in the child, first: bobbin's state is the parent's from now on. A G's
+ * M would otherwise run the child's calls as the G's (park it, queue it,
+ * register its fds): gs goes to bb_nom, an M with no G. */
+__attribute__((visibility("hidden"))) pid_t bb_vfork_child(void)
+{
+	bb_tls_vfork = true;
+	if (bb_tls_m)
+		bb_setgsbase((uintptr_t)&bb_nom);
+	return 0;
+}
+
+/* in the parent, once the child has exec'd or exited: r is the system
+ * call's result (the child's pid, or -errno) */
+__attribute__((visibility("hidden"))) pid_t bb_vfork_parent(long r)
+{
+	bb_tls_vfork = false;
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (pid_t)r;
+}
+
 /* the start is on the child's own stack, which nobody else uses: with
  * CLONE_VM the parent may return (and reuse its frame) before the child
  * reads it */

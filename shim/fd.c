@@ -64,6 +64,7 @@ static bb_fdesc *desc_new(bool user_nb, bool forced)
 }
 
 static void unforce(int fd);
+static void unforce_via(int fd, int target);
 
 static void desc_put(bb_fdesc *d)
 {
@@ -77,6 +78,8 @@ static void desc_put(bb_fdesc *d)
 
 static void set_user_nb(bb_pd *pd, bool v)
 {
+	if (bb_in_vm_child())
+		return; /* a vfork child's change: not the parent's view */
 	bb_fdesc *d = bb_pd_desc(pd);
 	if (d != &bb_fdesc_none)
 		atomic_store_explicit(&d->user_nonblock, v, memory_order_relaxed);
@@ -88,6 +91,10 @@ static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, i
 			 int64_t sndtimeo, bool replace)
 {
 	bb_fdesc *old = NULL;
+	if (bb_in_vm_child()) { /* the table is the parent's */
+		desc_put(d);
+		return;
+	}
 	bb_lock_acquire(&pd->lock);
 	if (pd->known && !replace) {
 		old = d; /* somebody learned it meanwhile: keep theirs */
@@ -160,7 +167,10 @@ bb_pd *bb_fd_view(int fd)
 /* a number was handed out (or closed): forget what we knew about it */
 void bb_fd_forget(int fd)
 {
-	if (!bb_active || fd < 0)
+	/* a vfork child's fds are its own: the numbers it closes and reuses
+	 * are still the parent's (once, the child's close made the parent's
+	 * next read of that fd fail with EAGAIN: Python's subprocess) */
+	if (!bb_active || fd < 0 || bb_in_vm_child())
 		return;
 	bb_pd *pd = bb_pd_peek(fd);
 	bb_netpoll_close(fd); /* marks it unknown */
@@ -175,6 +185,14 @@ void bb_fd_forget(int fd)
 /* newfd now refers to oldfd's open file description: share the view */
 static void fd_dup_view(int oldfd, int newfd)
 {
+	if (bb_in_vm_child()) {
+		/* the table is the parent's; an fd the child will pass on at
+		 * exec gets its blocking mode back now */
+		long fl = bb_sys(SYS_fcntl, newfd, F_GETFD, 0);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			unforce_via(oldfd, newfd);
+		return;
+	}
 	bb_pd *o = bb_pd_peek(oldfd);
 	if (o == NULL)
 		return;
@@ -485,7 +503,10 @@ BB_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias
  * own calls on it then wait by readiness first, as for an inherited
  * socket; stdio's block their OS thread, which sysmon frees the P from.
  * The same when it becomes fd 0, 1 or 2 (fd_dup_view). */
-static void unforce(int fd)
+/* fd's description back to the blocking mode the program asked for, through
+ * target, another number for the same description (a vfork child's copy,
+ * whose view is fd's in the parent's table) */
+static void unforce_via(int fd, int target)
 {
 	bb_pd *pd = bb_pd_peek(fd);
 	if (pd == NULL)
@@ -493,11 +514,17 @@ static void unforce(int fd)
 	bb_lock_acquire(&pd->lock);
 	bb_fdesc *d = pd->known ? atomic_load_explicit(&pd->desc, memory_order_relaxed) : NULL;
 	if (d && d->forced_nb && !atomic_load(&d->user_nonblock)) {
-		long fl = bb_sys(SYS_fcntl, fd, F_GETFL, 0);
-		if (fl >= 0 && bb_sys(SYS_fcntl, fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+		long fl = bb_sys(SYS_fcntl, target, F_GETFL, 0);
+		if (fl >= 0 && bb_sys(SYS_fcntl, target, F_SETFL, fl & ~O_NONBLOCK) == 0)
 			d->forced_nb = false;
 	}
 	bb_lock_release(&pd->lock);
+}
+
+static void unforce(int fd)
+{
+	if (!bb_in_vm_child()) /* (the child's number may not be the parent's file) */
+		unforce_via(fd, fd);
 }
 
 /* a spawned child gets fd (as newfd): it shares the socket, blocking */
@@ -596,7 +623,17 @@ BB_EXPORT int fcntl(int fd, int cmd, ...)
 			r &= ~O_NONBLOCK; /* the program's view */
 		return r;
 	}
+	case F_SETFD:
+		if (bb_in_vm_child() && !(arg & FD_CLOEXEC)) {
+			int r = REAL(fcntl)(fd, cmd, arg);
+			if (r == 0) /* passed on at exec: blocking, as it was asked */
+				unforce_via(fd, fd);
+			return r;
+		}
+		break;
 	case F_SETFL: {
+		if (bb_in_vm_child()) /* its views are the parent's */
+			return REAL(fcntl)(fd, cmd, arg);
 		bb_pd *pd = bb_pd_peek(fd);
 		bool forced = pd && pd->known && BB_PD_FORCED(pd);
 		int r = REAL(fcntl)(fd, cmd, forced ? arg | O_NONBLOCK : arg);
@@ -671,6 +708,10 @@ BB_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
  * ones, and its accept or read blocked where it could not let its P go.) */
 void bb_fd_unforce_inheritable(void)
 {
+	/* a vfork child's exec: the parent did it before the vfork, and the
+	 * child for each fd it made inheritable (fd_dup_view, F_SETFD) */
+	if (bb_in_vm_child())
+		return;
 	int limit = bb_pd_limit();
 	for (int fd = 0; fd < limit; fd++) {
 		bb_pd *pd = bb_pd_peek(fd);

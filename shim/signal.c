@@ -596,6 +596,14 @@ static void program_action(int sig, struct kaction *ka)
 
 static int set_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	/* a vfork child's actions are its own (the kernel's table is its
+	 * own), bobbin's records of the program's handlers the parent's */
+	if (bb_in_vm_child()) {
+		int r = bb_real_sigaction(sig, act, old);
+		if (r == 0 && old && sig >= 1 && sig <= 64)
+			show_program(old, atomic_load(&acts[sig]));
+		return r;
+	}
 	void *h = act ? (void *)act->sa_handler : NULL;
 	const struct progact *a = NULL;
 	if (act && bb_active && sig >= 1 && sig <= 64 && h != (void *)SIG_DFL && h != (void *)SIG_IGN) {
