@@ -49,6 +49,27 @@ static bool pshared(pthread_cond_t *c)
 	return ((bb_cond *)c)->wrefs & 1;
 }
 
+/* The rest of a wait after its first park returned r. A cancel or a
+ * pthread_kill took the waiter out of the queue (-3): the handler runs now,
+ * before the mutex is taken again, and the wait goes on as natively (a
+ * handler never ends it, nor makes it fail with EINTR), unless a cancel is
+ * due or a signal or broadcast came meanwhile (then it ends as a spurious
+ * wake-up: that one may have been ours). Returns the last park's result. */
+static int wait_rest(bb_cond *c, struct quiet *q, int r, int64_t deadline)
+{
+	while (r == -3) {
+		bb_take_eintr();
+		if (bb_cancel_due(bb_getg()))
+			break;
+		r = bb_sema_park(c, still_quiet, q, waitReasonCond, deadline, NULL, NULL);
+	}
+	bb_getg()->wakeon = 0;
+	if (r != 1) /* not taken out by a wake-up, which uncounted us */
+		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	bb_take_eintr(); /* a handler that came with the wake-up */
+	return r;
+}
+
 static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
 {
 	bb_cond *c = (bb_cond *)cv;
@@ -71,22 +92,7 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 		gp->wakeon = 0;
 		return ETIMEDOUT; /* deadline already passed: the mutex was never released */
 	}
-	/* a cancel or a pthread_kill took us out of the queue: the handler runs
-	 * now, before the mutex is taken again, and the wait goes on as
-	 * natively (a handler never ends it, nor makes it fail with EINTR),
-	 * unless a cancel is due or a signal or broadcast came meanwhile (then
-	 * it ends as a spurious wake-up: that one may have been ours) */
-	while (r == -3) {
-		bb_take_eintr();
-		gp = bb_getg();
-		if (bb_cancel_due(gp))
-			break;
-		r = bb_sema_park(c, still_quiet, &q, waitReasonCond, deadline, NULL, NULL);
-	}
-	gp->wakeon = 0;
-	if (r != 1) /* not taken out by a wake-up, which uncounted us */
-		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
-	bb_take_eintr(); /* a handler that came with the wake-up */
+	r = wait_rest(c, &q, r, deadline);
 	bb_mutex_lock_until(m, 0);
 	atomic_store_explicit(&m->owner, bb_self_tid(), memory_order_relaxed);
 	m->count = depth;
@@ -101,12 +107,44 @@ static bool kernel_mutex(pthread_mutex_t *mu)
 	return kind > 0 && (kind & BB_MUTEX_KERNEL_FLAGS) != 0;
 }
 
+/* A condvar of this process waited on with a mutex that keeps its kernel
+ * semantics (process-shared, robust, priority-inheritance: kernel_mutex).
+ * The condvar is still bobbin's, since its signals are (pthread_cond_signal
+ * cannot tell which mutex its waiters hold): glibc's own wait on it, which
+ * this once was, read and wrote bobbin's words as its own and was never
+ * woken (fio, whose mutexes are process-shared and its condvars not, hung).
+ * The waiter counts itself and notes the wake-ups so far, releases the
+ * mutex through glibc on the G (the owner is the G's thread id), and parks
+ * unless a signal came meanwhile; then takes the mutex back as glibc's. */
+static int wait_kernel_mutex(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
+{
+	bb_cond *c = (bb_cond *)cv;
+	bb_testcancel();
+	atomic_fetch_add_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	struct quiet q = {c, atomic_load_explicit(&c->wakes, memory_order_relaxed)};
+	int e = REAL(pthread_mutex_unlock)(mu);
+	if (e != 0) { /* not the owner (EPERM): nothing was released */
+		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
+		return e;
+	}
+	bb_getg()->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL; /* a cancellation point */
+	int r = bb_sema_park(c, still_quiet, &q, waitReasonCond, deadline, NULL, NULL);
+	r = wait_rest(c, &q, r, deadline);
+	e = BB_KERNEL_WAIT(REAL(pthread_mutex_lock)(mu));
+	bb_testcancel(); /* cancelled while waiting: unwind with the mutex held */
+	if (e != 0) /* EOWNERDEAD, ENOTRECOVERABLE: the program's to see */
+		return e;
+	return r == -1 || r == -2 ? ETIMEDOUT : 0;
+}
+
 BB_EXPORT int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
 	if (!bb_on_g())
 		return REAL(pthread_cond_wait)(cv, mu);
-	if (pshared(cv) || kernel_mutex(mu))
+	if (pshared(cv))
 		return BB_KERNEL_WAIT(REAL(pthread_cond_wait)(cv, mu));
+	if (kernel_mutex(mu))
+		return wait_kernel_mutex(cv, mu, 0);
 	return wait_common(cv, mu, 0);
 }
 
@@ -115,12 +153,14 @@ BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 {
 	if (!bb_on_g())
 		return REAL(pthread_cond_timedwait)(cv, mu, abstime);
-	if (pshared(cv) || kernel_mutex(mu))
+	if (pshared(cv))
 		return BB_KERNEL_WAIT(REAL(pthread_cond_timedwait)(cv, mu, abstime));
 	clockid_t clock = (((bb_cond *)cv)->wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
+	if (kernel_mutex(mu))
+		return wait_kernel_mutex(cv, mu, deadline);
 	return wait_common(cv, mu, deadline);
 }
 
@@ -129,13 +169,15 @@ BB_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv, pthread_mutex_t *mu, cl
 {
 	if (!bb_on_g())
 		return REAL(pthread_cond_clockwait)(cv, mu, clock, abstime);
-	if (pshared(cv) || kernel_mutex(mu))
+	if (pshared(cv))
 		return BB_KERNEL_WAIT(REAL(pthread_cond_clockwait)(cv, mu, clock, abstime));
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
+	if (kernel_mutex(mu))
+		return wait_kernel_mutex(cv, mu, deadline);
 	return wait_common(cv, mu, deadline);
 }
 
