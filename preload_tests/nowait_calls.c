@@ -14,12 +14,19 @@
  *    no preemption point and the signal always found the thread in libc or the
  *    kernel, so main's expired timer never ran (the watchdog fails the test).
  *
+ * 3. A sleeper beside three threads that loop on pread of a regular file (inside
+ *    entersyscall, so mostly in the kernel): under bobbin before 2026-11-26, at
+ *    BOBBIN_MAXPROCS=1 one of them kept the processor for ever (sysmon asked only a
+ *    running thread to yield, and these were in a system call whenever it looked):
+ *    the other two never started and the sleeper never woke (fio's psync jobs).
+ *
  * stdout: the EINTR count of each kind (0) and one line per sleeper round; no times.
  */
 #define PROBE_NAME "nowait_calls"
 #include "probe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -69,6 +76,20 @@ static int one_call(int kind)
         return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : (int)n;
     }
     }
+}
+
+static int filefd;
+
+static void *preader(void *arg)
+{
+    (void)arg;
+    char buf[4096];
+    long n = 0;
+    while (!atomic_load(&stop_loop)) {
+        ssize_t r = pread(filefd, buf, sizeof buf, (off_t)(n++ % 4) * 4096);
+        CHECK(r > 0, "pread: %zd (%s)", r, strerror(errno));
+    }
+    return NULL;
 }
 
 static void *looper(void *arg)
@@ -127,5 +148,21 @@ int main(void)
         pthread_join(t, NULL);
         printf("sleeper beside %s: woke\n", kind_name[kind]);
     }
+    /* 3. a sleeper beside threads looping on pread */
+    current_probe = "pread";
+    filefd = open("/proc/self/exe", O_RDONLY);
+    REQUIRE(filefd >= 0, "open");
+    atomic_store(&stop_loop, 0);
+    pthread_t pr[3];
+    for (int i = 0; i < 3; i++)
+        REQUIRE(pthread_create(&pr[i], NULL, preader, NULL) == 0, "pthread_create");
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    atomic_store(&stop_loop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(pr[i], NULL);
+    printf("sleeper beside 3 pread loops: woke\n");
+    close(filefd);
     return probe_exit(PROBE_NAME);
 }

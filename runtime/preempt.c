@@ -329,11 +329,19 @@ void bb_preemptone(bb_p *pp)
 	if (mp == NULL)
 		return;
 	bb_g *gp = mp->curg;
-	if (gp == NULL || atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
+	if (gp == NULL)
 		return;
+	uint32_t st = atomic_load_explicit(&gp->status, memory_order_relaxed);
+	if (st != Grunning && st != Gsyscall)
+		return;
+	/* in a system call: the flag only, which its return to the program
+	 * meets at the next interposed call (a signal would cut the call
+	 * short). A G that makes short calls one after another is mostly
+	 * there: 4 threads looping on pread at BOBBIN_MAXPROCS=1 kept one of
+	 * them on the P for ever when only a running G was asked. */
 	gp->preempt = true;
 	atomic_fetch_add_explicit(&bb_stats_.preempt_requested, 1, memory_order_relaxed);
-	if (bb_async_preempt && mp->tid > 0) {
+	if (st == Grunning && bb_async_preempt && mp->tid > 0) {
 		atomic_fetch_add_explicit(&bb_stats_.preempt_signals, 1, memory_order_relaxed);
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 	}

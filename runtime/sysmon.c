@@ -586,6 +586,17 @@ static int retake(int64_t now)
 		if (status != Psyscall)
 			continue;
 		insyscall = true;
+		/* the same G for a whole slice, in and out of short system calls
+		 * (pread in a loop): ask it to yield when it comes back */
+		uint32_t st = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
+		if (pd[i].switchtick != st || pd[i].switchwhen == 0) {
+			pd[i].switchtick = st;
+			pd[i].switchwhen = now;
+			pd[i].firstask = 0;
+			pd[i].cpuwhen = 0;
+		} else if (!alone && pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen) <= now) {
+			bb_preemptone(pp);
+		}
 		uint32_t t = pp->syscalltick; /* racy read: only compared for change */
 		if (pd[i].syscalltick != t) {
 			pd[i].syscalltick = t;

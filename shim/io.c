@@ -799,12 +799,15 @@ BB_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 }
 
 /* positioned I/O: regular files (and ESPIPE for the rest), inside
- * entersyscall like blocking.c's calls */
+ * entersyscall like blocking.c's calls; a preemption point, as do_io is
+ * (4 threads looping on pread of a cached file at BOBBIN_MAXPROCS=1: one
+ * kept the P for ever, the others never started and a sleeper never woke) */
 #define IN_SYSCALL(name, params, args)                \
 	BB_EXPORT ssize_t name params                  \
 	{                                              \
 		if (!bb_on_g())                        \
 			return REAL(name) args;        \
+		bb_preempt_point();                    \
 		bb_entersyscall();                     \
 		ssize_t n_ = REAL(name) args;          \
 		int e_ = errno;                        \

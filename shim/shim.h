@@ -148,6 +148,7 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
  * pthread_cancel may interrupt it with SIGCANCEL (cancel.c). */
 #define BB_IN_SYSCALL(ret, call, cancel)          \
 	({                                        \
+		bb_preempt_point(); /* a loop of short calls must yield too */ \
 		bb_testcancel();                  \
 		bb_g *g_ = bb_getg();             \
 		bb_entersyscall();                \
