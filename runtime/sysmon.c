@@ -549,55 +549,45 @@ static int retake(int64_t now)
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
 		bb_p *pp = bb_allp[i];
 		uint32_t status = atomic_load_explicit(&pp->status, memory_order_acquire);
-		if (status == Prunning && alone) {
+		if (status != Prunning && status != Psyscall)
+			continue;
+		/* the same G for a whole time slice, running or in and out of
+		 * short system calls (pread in a loop): ask it to yield */
+		int64_t due;
+		uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
+		if (alone) {
 			pd[i].switchwhen = 0; /* looked at afresh once another G exists */
-			continue;
-		}
-		if (status == Prunning) {
-			/* the same G for a whole time slice: ask it to yield */
-			int64_t due;
-			uint32_t t = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
-			if (pd[i].switchtick != t || pd[i].switchwhen == 0) { /* or first sight */
-				pd[i].switchtick = t;
-				pd[i].switchwhen = now;
-				pd[i].firstask = 0;
-				pd[i].cpuwhen = 0;
-			} else if (stalled(pp, &pd[i], now)) {
-				atomic_fetch_add_explicit(&bb_stats_.preempt_stalled, 1,
-							  memory_order_relaxed);
-				bb_check_stuck(pp); /* if it sleeps there ('S', 'D') */
-			} else if ((due = pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen)) <= now) {
-				if (pd[i].firstask == 0)
-					pd[i].firstask = now;
-				else if (pd[i].firstask + bb_timeslice_ns <= now)
-					bb_check_stuck(pp); /* asked for a slice in vain */
-				bb_preemptone(pp);
-				/* not yet switched (an unsafe point)? ask again in 1 ms;
-				 * that caps sysmon's sleep at 1 ms but is not activity,
-				 * so it does not drop back to 20 µs polling (Go counts
-				 * only retaken Ps) */
-				pd[i].switchwhen = now - bb_timeslice_ns + 1000000;
-				repreempt = true;
-			} else if (waiting && due < slice_due) {
-				slice_due = due;
-			}
-			continue;
-		}
-		if (status != Psyscall)
-			continue;
-		insyscall = true;
-		/* the same G for a whole slice, in and out of short system calls
-		 * (pread in a loop): ask it to yield when it comes back */
-		uint32_t st = atomic_load_explicit(&pp->switchtick, memory_order_relaxed);
-		if (pd[i].switchtick != st || pd[i].switchwhen == 0) {
-			pd[i].switchtick = st;
+		} else if (pd[i].switchtick != t || pd[i].switchwhen == 0) { /* or first sight */
+			pd[i].switchtick = t;
 			pd[i].switchwhen = now;
 			pd[i].firstask = 0;
 			pd[i].cpuwhen = 0;
-		} else if (!alone && pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen) <= now) {
+		} else if (status == Psyscall) {
+			/* the flag only (bb_preemptone), met when it comes back */
+			if (pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen) <= now)
+				bb_preemptone(pp);
+		} else if (stalled(pp, &pd[i], now)) {
+			atomic_fetch_add_explicit(&bb_stats_.preempt_stalled, 1, memory_order_relaxed);
+			bb_check_stuck(pp); /* if it sleeps there ('S', 'D') */
+		} else if ((due = pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen)) <= now) {
+			if (pd[i].firstask == 0)
+				pd[i].firstask = now;
+			else if (pd[i].firstask + bb_timeslice_ns <= now)
+				bb_check_stuck(pp); /* asked for a slice in vain */
 			bb_preemptone(pp);
+			/* not yet switched (an unsafe point)? ask again in 1 ms;
+			 * that caps sysmon's sleep at 1 ms but is not activity,
+			 * so it does not drop back to 20 µs polling (Go counts
+			 * only retaken Ps) */
+			pd[i].switchwhen = now - bb_timeslice_ns + 1000000;
+			repreempt = true;
+		} else if (waiting && due < slice_due) {
+			slice_due = due;
 		}
-		uint32_t t = pp->syscalltick; /* racy read: only compared for change */
+		if (status == Prunning)
+			continue;
+		insyscall = true;
+		t = pp->syscalltick; /* racy read: only compared for change */
 		if (pd[i].syscalltick != t) {
 			pd[i].syscalltick = t;
 			pd[i].syscallwhen = now;

@@ -311,7 +311,8 @@ BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched
 	 * thread to take (GNAT's runtime sets it on the main thread at
 	 * start-up, and a pinned main made every Ada rendezvous a hand-over
 	 * between OS threads) */
-	bb_g *own = bb_on_g() ? bb_g_of(th) : NULL;
+	bool on_g = bb_on_g();
+	bb_g *own = on_g ? bb_g_of(th) : NULL;
 	if (own && bb_sched_is_start(policy, param->sched_priority)) {
 		bb_lock_acquire(&own->lock);
 		bool kept = own->lockedm == NULL && atomic_load(&own->status) != Gdead;
@@ -324,7 +325,7 @@ BB_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched
 		if (kept)
 			return 0;
 	}
-	pid_t tid = bb_on_g() ? tid_for(th) : TID_GLIBC;
+	pid_t tid = on_g ? tid_for(th) : TID_GLIBC;
 	if (tid == TID_GLIBC)
 		return real(th, policy, param);
 	if (tid == TID_ENDED)

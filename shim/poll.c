@@ -112,10 +112,8 @@ BB_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (!bb_on_g())
 		return REAL(poll)(fds, n, timeout);
-	if (timeout == 0) { /* a program's own loop may call it: a preemption point */
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(poll)(fds, n, 0));
-	}
+	if (timeout == 0)
+		return BB_NOWAIT_POINT(int, REAL(poll)(fds, n, 0));
 	return poll_until(fds, n, deadline_ms(timeout));
 }
 
@@ -124,10 +122,8 @@ BB_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 {
 	if (!bb_on_g())
 		return REAL(ppoll)(fds, n, ts, mask);
-	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(ppoll)(fds, n, ts, mask));
-	}
+	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
+		return BB_NOWAIT_POINT(int, REAL(ppoll)(fds, n, ts, mask));
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false);
 	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
@@ -210,10 +206,8 @@ BB_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
 {
 	if (!bb_on_g())
 		return REAL(select)(nfds, r, w, e, tv);
-	if (tv && tv->tv_sec == 0 && tv->tv_usec == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(select)(nfds, r, w, e, tv));
-	}
+	if (tv && tv->tv_sec == 0 && tv->tv_usec == 0)
+		return BB_NOWAIT_POINT(int, REAL(select)(nfds, r, w, e, tv));
 	if (nfds < 0 || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000))) {
 		errno = EINVAL;
 		return -1;
@@ -237,10 +231,8 @@ BB_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 {
 	if (!bb_on_g())
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
-	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask));
-	}
+	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
+		return BB_NOWAIT_POINT(int, REAL(pselect)(nfds, r, w, e, ts, mask));
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false);
 	if (nfds < 0 || (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))) {
@@ -280,10 +272,8 @@ BB_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	if (!bb_on_g())
 		return REAL(epoll_wait)(epfd, ev, max, timeout);
-	if (timeout == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(epoll_wait)(epfd, ev, max, 0));
-	}
+	if (timeout == 0)
+		return BB_NOWAIT_POINT(int, REAL(epoll_wait)(epfd, ev, max, 0));
 	if (max <= 0) {
 		errno = EINVAL;
 		return -1;
@@ -304,10 +294,8 @@ BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 				const sigset_t *))dlsym(RTLD_NEXT, "epoll_pwait2");
 	if (!bb_on_g())
 		return real(epfd, ev, max, timeout, mask);
-	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, real(epfd, ev, max, timeout, mask));
-	}
+	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0)
+		return BB_NOWAIT_POINT(int, real(epfd, ev, max, timeout, mask));
 	if (mask)
 		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false);
 	if (max <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
@@ -323,10 +311,8 @@ BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 {
 	if (!bb_on_g())
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
-	if (timeout == 0) {
-		bb_preempt_point();
-		return BB_NOWAIT(int, REAL(epoll_pwait)(epfd, ev, max, 0, mask));
-	}
+	if (timeout == 0)
+		return BB_NOWAIT_POINT(int, REAL(epoll_pwait)(epfd, ev, max, 0, mask));
 	if (mask)
 		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask, false);
 	if (max <= 0) {

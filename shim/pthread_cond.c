@@ -70,7 +70,8 @@ static int wait_rest(bb_cond *c, struct quiet *q, int r, int64_t deadline)
 	return r;
 }
 
-static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
+/* with one of bobbin's mutexes, released on g0 once the G is queued */
+static int wait_bb_mutex(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
 {
 	bb_cond *c = (bb_cond *)cv;
 	bb_mutex *m = (bb_mutex *)mu;
@@ -137,14 +138,17 @@ static int wait_kernel_mutex(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t de
 	return r == -1 || r == -2 ? ETIMEDOUT : 0;
 }
 
+static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline)
+{
+	return kernel_mutex(mu) ? wait_kernel_mutex(cv, mu, deadline) : wait_bb_mutex(cv, mu, deadline);
+}
+
 BB_EXPORT int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
 	if (!bb_on_g())
 		return REAL(pthread_cond_wait)(cv, mu);
 	if (pshared(cv))
 		return BB_KERNEL_WAIT(REAL(pthread_cond_wait)(cv, mu));
-	if (kernel_mutex(mu))
-		return wait_kernel_mutex(cv, mu, 0);
 	return wait_common(cv, mu, 0);
 }
 
@@ -159,8 +163,6 @@ BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
-	if (kernel_mutex(mu))
-		return wait_kernel_mutex(cv, mu, deadline);
 	return wait_common(cv, mu, deadline);
 }
 
@@ -176,8 +178,6 @@ BB_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv, pthread_mutex_t *mu, cl
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
-	if (kernel_mutex(mu))
-		return wait_kernel_mutex(cv, mu, deadline);
 	return wait_common(cv, mu, deadline);
 }
 

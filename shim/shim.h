@@ -190,6 +190,15 @@ static inline bool bb_eintr_ours(bb_m *mp, uint64_t sigs)
 		r_;                                                                    \
 	})
 
+/* The same for a call of the program's own, which may loop on it: a
+ * preemption point first (the signal alone finds such a loop in libc or the
+ * kernel every time; at BOBBIN_MAXPROCS=1 it kept its P for ever) */
+#define BB_NOWAIT_POINT(ret, call)    \
+	({                            \
+		bb_preempt_point();   \
+		BB_NOWAIT(ret, call); \
+	})
+
 /* the calling thread's id as glibc keeps it (a G's own, see gettid) */
 static inline int bb_self_tid(void)
 {

@@ -598,15 +598,11 @@ static int set_action(int sig, const struct sigaction *act, struct sigaction *ol
 {
 	/* a vfork child's actions are its own (the kernel's table is its
 	 * own), bobbin's records of the program's handlers the parent's */
-	if (bb_in_vm_child()) {
-		int r = bb_real_sigaction(sig, act, old);
-		if (r == 0 && old && sig >= 1 && sig <= 64)
-			show_program(old, atomic_load(&acts[sig]));
-		return r;
-	}
+	bool child = bb_in_vm_child();
 	void *h = act ? (void *)act->sa_handler : NULL;
 	const struct progact *a = NULL;
-	if (act && bb_active && sig >= 1 && sig <= 64 && h != (void *)SIG_DFL && h != (void *)SIG_IGN) {
+	if (act && bb_active && !child && sig >= 1 && sig <= 64 && h != (void *)SIG_DFL &&
+	    h != (void *)SIG_IGN) {
 		uint64_t mask;
 		memcpy(&mask, &act->sa_mask, sizeof mask);
 		a = intern(h, mask, act->sa_flags & SA_SIGINFO, act->sa_flags & SA_NODEFER);
@@ -621,7 +617,7 @@ static int set_action(int sig, const struct sigaction *act, struct sigaction *ol
 		int r = bb_real_sigaction(sig, act, old);
 		if (r == 0 && old && sig >= 1 && sig <= 64)
 			show_program(old, atomic_load(&acts[sig]));
-		if (r == 0 && act)
+		if (r == 0 && act && !child)
 			note_handler(sig, h);
 		return r;
 	}

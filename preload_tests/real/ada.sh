@@ -23,14 +23,7 @@ if ! (cd "$REAL_WORK" && gnatmake -q -gnat2012 tasks.adb) >"$REAL_WORK/gnatmake.
     real_fail "gnatmake: $(head -n 5 "$REAL_WORK/gnatmake.err")"
     real_finish
 fi
-for mode in native bobbin; do
-    real_run "a_$mode" "$mode" 120 -- "$REAL_WORK/tasks" "$pings" "$ntasks" "$pinned"
-    if [ "$(tail -n 1 "$REAL_WORK/a_$mode.out")" != ok ]; then
-        real_fail "tasks ($mode): $(grep -m3 -E 'FAIL|raised|error' "$REAL_WORK/a_$mode.out" \
-            "$REAL_WORK/a_$mode.err" | head -n 3)"
-    fi
-done
-real_same a_native a_bobbin "tasks output"
+real_selfchecked a 120 tasks 'FAIL|raised|error' -- "$REAL_WORK/tasks" "$pings" "$ntasks" "$pinned"
 ptime() { sed -n 's/^ping_time \([0-9.]*\)$/\1/p' "$REAL_WORK/$1.err"; }
 real_row "ada tasks ($pings rendezvous, $ntasks tasks)" "rendezvous/s" a_native a_bobbin \
     "$(real_rate "$pings" "$(ptime a_native)")" "$(real_rate "$pings" "$(ptime a_bobbin)")"

@@ -250,6 +250,23 @@ real_field() {
 }
 
 # real_same LABEL_A LABEL_B WHAT: stdout of the two runs must be identical.
+# real_selfchecked PREFIX TIMEOUT WHAT PATTERN -- CMD...: run a program that checks
+# its own results natively and under bobbin (labels PREFIX_native, PREFIX_bobbin):
+# each run's last line of stdout must be "ok" (else the first lines matching PATTERN
+# are the evidence), and the two stdouts must agree.
+real_selfchecked() {
+    local prefix=$1 timeout=$2 what=$3 pat=$4 mode
+    shift 5
+    for mode in native bobbin; do
+        real_run "${prefix}_$mode" "$mode" "$timeout" -- "$@"
+        if [ "$(tail -n 1 "$REAL_WORK/${prefix}_$mode.out")" != ok ]; then
+            real_fail "$what ($mode): $(grep -m3 -E "$pat" "$REAL_WORK/${prefix}_$mode.out" \
+                "$REAL_WORK/${prefix}_$mode.err" | head -n 3)"
+        fi
+    done
+    real_same "${prefix}_native" "${prefix}_bobbin" "$what output"
+}
+
 real_same() {
     if ! cmp -s "$REAL_WORK/$1.out" "$REAL_WORK/$2.out"; then
         real_fail "$3: $1 and $2 differ: $(diff "$REAL_WORK/$1.out" "$REAL_WORK/$2.out" | head -n 10)"

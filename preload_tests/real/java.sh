@@ -21,14 +21,8 @@ if ! javac -d "$REAL_WORK" "$src" 2>"$REAL_WORK/javac.err"; then
     real_fail "javac: $(head -n 5 "$REAL_WORK/javac.err")"
     real_finish
 fi
-for mode in native bobbin; do
-    real_run "j_$mode" "$mode" 180 -- java -Xmx64m -cp "$REAL_WORK" JThreads "$threads" "$rounds"
-    if [ "$(tail -n 1 "$REAL_WORK/j_$mode.out")" != ok ]; then
-        real_fail "java ($mode): $(grep -m3 -E 'FAIL|Exception|Error' "$REAL_WORK/j_$mode.out" \
-            "$REAL_WORK/j_$mode.err" | head -n 3)"
-    fi
-done
-real_same j_native j_bobbin "JThreads output"
+real_selfchecked j 180 JThreads 'FAIL|Exception|Error' -- \
+    java -Xmx64m -cp "$REAL_WORK" JThreads "$threads" "$rounds"
 jtime() { sed -n 's/^time \([0-9.]*\)$/\1/p' "$REAL_WORK/$1.err"; }
 real_row "java JThreads ($threads thr x $rounds rounds)" "rounds/s" j_native j_bobbin \
     "$(real_rate $((threads * rounds)) "$(jtime j_native)")" \
