@@ -21,6 +21,7 @@
 #include "runtime.h"
 
 #include <cpuid.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -192,6 +194,38 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 	atomic_fetch_add_explicit(&bb_stats_.stuck_detached, 1, memory_order_relaxed);
 }
 
+/* The system call sysmon found this M's OS thread asleep in before it
+ * asked for the P (mp->kcall, bb_kernel_call) is run again if the signal
+ * cut it short with EINTR, as the kernel does itself for the calls it
+ * restarts (SA_RESTART): io_uring_enter, poll, epoll_wait and the like
+ * made by the program's own instruction would otherwise fail where
+ * natively nothing interrupts them (fio's io_uring jobs took an EINTR
+ * from its inline io_uring_enter for the end of their work). Only that
+ * very call: the signal came back to the pc after its syscall
+ * instruction with the same six arguments. Relative sleeps are left to
+ * end early with EINTR and their remaining time, as a handler would make
+ * them: a restart would sleep longer than asked. */
+static void restart_call(bb_m *mp, ucontext_t *uc, uintptr_t pc)
+{
+	if (!mp->kcall_set)
+		return;
+	mp->kcall_set = false;
+	const struct bb_kcall *kc = &mp->kcall;
+	greg_t *r = uc->uc_mcontext.gregs;
+	if (pc != kc->pc || r[REG_RAX] != -EINTR || in_bobbin(pc))
+		return;
+	static const int argreg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
+	for (int i = 0; i < 6; i++)
+		if (r[argreg[i]] != (greg_t)kc->args[i])
+			return;
+	if (kc->nr == SYS_nanosleep ||
+	    (kc->nr == SYS_clock_nanosleep && !(kc->args[1] & TIMER_ABSTIME)))
+		return;
+	r[REG_RAX] = (greg_t)kc->nr;
+	r[REG_RIP] = (greg_t)(pc - 2); /* the syscall instruction again */
+	atomic_fetch_add_explicit(&bb_stats_.calls_restarted, 1, memory_order_relaxed);
+}
+
 /* A G that the preemption signal finds in the same few bytes of code time
  * after time spins in a loop waiting for another thread (redis's I/O
  * threads and main thread wait for one another so); one found all over
@@ -220,6 +254,7 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	if (gp != NULL && mp->detach_req) {
 		detach_p(mp, gp, pc, sp);
+		restart_call(mp, uc, pc);
 		return;
 	}
 	/* a pthread_kill for the G running here: its handler runs on the G
@@ -323,6 +358,8 @@ void bb_preempt_init(void)
 }
 
 /* sysmon: ask the G running on pp to yield */
+static void ask_detach(bb_m *mp, const struct bb_kcall *kc);
+
 void bb_preemptone(bb_p *pp)
 {
 	bb_m *mp = pp->m;
@@ -342,6 +379,22 @@ void bb_preemptone(bb_p *pp)
 	gp->preempt = true;
 	atomic_fetch_add_explicit(&bb_stats_.preempt_requested, 1, memory_order_relaxed);
 	if (st == Grunning && bb_async_preempt && mp->tid > 0) {
+		/* asleep in a call made by the program's own instruction: the
+		 * signal takes the P instead, and the call goes on (a
+		 * preemption now would cut it short with EINTR). A G seen so
+		 * once gets no preemption signal while it runs: its next such
+		 * call could begin before the signal lands (fio's io_uring
+		 * jobs make one every few microseconds); it yields at its next
+		 * call into bobbin, or gives up its P asleep in one. */
+		struct bb_kcall kc;
+		if (bb_kernel_call(mp->tid, &kc) == 1) {
+			if (!in_bobbin(kc.pc))
+				gp->rawcalls = true;
+			ask_detach(mp, &kc);
+			return;
+		}
+		if (gp->rawcalls)
+			return;
 		atomic_fetch_add_explicit(&bb_stats_.preempt_signals, 1, memory_order_relaxed);
 		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
 	}
@@ -369,17 +422,73 @@ char bb_thread_state(pid_t tid)
 	return paren[2];
 }
 
+/* What OS thread tid is doing, from /proc/self/task/TID/syscall: 1 asleep
+ * in system call kc->nr (kc: its arguments, and the pc after its syscall
+ * instruction), 2 asleep outside any call (a page fault), 0 running or
+ * waiting for a CPU, -1 unreadable. About 13 us, on sysmon. */
+int bb_kernel_call(pid_t tid, struct bb_kcall *kc)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
+	if (fd < 0)
+		return -1;
+	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
+	bb_sys(SYS_close, fd, 0, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (strncmp(buf, "running", 7) == 0)
+		return 0;
+	char *end;
+	long nr = strtol(buf, &end, 10);
+	if (end == buf)
+		return -1;
+	if (nr < 0)
+		return 2;
+	unsigned long v[8]; /* six arguments, sp, pc */
+	for (int i = 0; i < 8; i++) {
+		char *p = end;
+		v[i] = strtoul(p, &end, 16);
+		if (end == p)
+			return -1;
+	}
+	kc->nr = nr;
+	for (int i = 0; i < 6; i++)
+		kc->args[i] = (long)v[i];
+	kc->pc = v[7];
+	return 1;
+}
+
+/* mp's SIGURG handler lets the P go as if the G had entered the call it
+ * sleeps in (detach_p); the call goes on (restarted after the handler: by
+ * the kernel, or by restart_call for the call kc names) and the G takes a
+ * P again at its next call into bobbin (bb_reattach) */
+static void ask_detach(bb_m *mp, const struct bb_kcall *kc)
+{
+	if (kc)
+		mp->kcall = *kc;
+	mp->kcall_set = kc != NULL;
+	mp->detach_req = true;
+	atomic_signal_fence(memory_order_seq_cst);
+	bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+}
+
 void bb_check_stuck(bb_p *pp)
 {
 	bb_m *mp = pp->m;
 	if (mp == NULL || mp->tid <= 0 || !bb_async_preempt)
 		return;
-	char state = bb_thread_state(mp->tid);
-	if (state != 'S' && state != 'D')
+	struct bb_kcall kc;
+	int k = bb_kernel_call(mp->tid, &kc);
+	if (k == 0)
 		return;
-	/* its SIGURG handler lets the P go as if the G had entered that call
-	 * (detach_p); the call goes on (restarted after the handler) and the
-	 * G takes a P again at its next call into bobbin (bb_reattach) */
-	mp->detach_req = true;
-	bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+	if (k < 0) { /* no /proc/.../syscall: the state letter */
+		char state = bb_thread_state(mp->tid);
+		if (state != 'S' && state != 'D')
+			return;
+	}
+	if (k == 1 && !in_bobbin(kc.pc) && mp->curg)
+		mp->curg->rawcalls = true;
+	ask_detach(mp, k == 1 ? &kc : NULL);
 }

@@ -1386,6 +1386,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->waitreason = waitReasonZero;
 	atomic_store_explicit(&gp->spinning, 0, memory_order_relaxed); /* the last thread's */
 	gp->preempt_pc = 0;
+	gp->rawcalls = false;
 	gp->detached = attr->detached;
 	gp->c11 = attr->c11;
 	gp->alt_sp = NULL; /* a new thread has no alternate stack, as after clone */

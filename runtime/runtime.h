@@ -221,6 +221,8 @@ struct bb_g {
 	_Atomic uint8_t spinning; /* preempted in the same few bytes of code 1-3 times running */
 	_Atomic bool hog;    /* queued by a preemption or a yield, not readied (slice_for) */
 	uintptr_t preempt_pc; /* where the latest preemption signal found it */
+	bool rawcalls;        /* sysmon found it asleep in a system call bobbin did not
+				 see: no preemption signal while it runs (bb_preemptone) */
 	_Atomic uint32_t woken;
 	bb_timer timer;      /* sleeps and timed waits of this G */
 	int64_t startpc;     /* the start routine, for dumps */
@@ -312,6 +314,14 @@ struct bb_m {
 				     altstack, or its G's own (bb_alt_enter) */
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
 	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
+	/* the system call sysmon saw the M's OS thread asleep in before it
+	 * sent detach_req (bb_kernel_call): the handler restarts it when the
+	 * signal cut it short with EINTR (restart_call) */
+	struct bb_kcall {
+		long nr, args[6];
+		uintptr_t pc;
+	} kcall;
+	volatile bool kcall_set;
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
 	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
@@ -704,6 +714,7 @@ typedef struct bb_stats {
 	_Atomic uint64_t signals_async;     /* pthread_kill handlers run at once on a running G */
 	_Atomic uint64_t handoffs;          /* Ps retaken from blocked system calls */
 	_Atomic uint64_t stuck_detached;    /* Ps taken from Ms stuck in unseen calls */
+	_Atomic uint64_t calls_restarted;   /* unseen calls the detaching signal cut short, run again */
 	_Atomic uint64_t steals;            /* successful steals from another P */
 	_Atomic uint64_t netpoll_ready;     /* Gs made ready by the network poller */
 	_Atomic uint64_t timer_fires;       /* timers run */
@@ -719,6 +730,7 @@ void bb_preempt_after_dlopen(const void *ns_gadget);
 void bb_preemptone(bb_p *pp);
 void bb_check_stuck(bb_p *pp);
 char bb_thread_state(pid_t tid);
+int bb_kernel_call(pid_t tid, struct bb_kcall *kc);
 void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, bb_m_in_handler */

@@ -46,6 +46,7 @@ static void print_stats(void)
 		  "  system calls (handoff-able) %llu\n"
 		  "  Ps retaken (syscalls)    %llu\n"
 		  "  Ps taken from stuck Ms   %llu\n"
+		  "  their calls restarted    %llu (cut short by the signal that took the P)\n"
 		  "  netpoll wake-ups         %llu\n"
 		  "  timer fires              %llu\n"
 		  "  overdue timers rescued   %llu (by sysmon: a lost timer sleeper)\n"
@@ -62,6 +63,7 @@ static void print_stats(void)
 		  (unsigned long long)syscalls,
 		  (unsigned long long)atomic_load(&st->handoffs),
 		  (unsigned long long)atomic_load(&st->stuck_detached),
+		  (unsigned long long)atomic_load(&st->calls_restarted),
 		  (unsigned long long)atomic_load(&st->netpoll_ready),
 		  (unsigned long long)atomic_load(&st->timer_fires),
 		  (unsigned long long)atomic_load(&st->timer_rescues),

@@ -89,6 +89,7 @@ static bool blocking_nr(long n)
 	case SYS_rt_sigsuspend: case SYS_clock_nanosleep: case SYS_nanosleep: case SYS_read:
 	case SYS_write: case SYS_readv: case SYS_writev: case SYS_pread64: case SYS_pwrite64:
 	case SYS_fsync: case SYS_fdatasync: case SYS_openat: case SYS_open:
+	case SYS_io_uring_enter: case SYS_io_uring_register:
 		return true;
 	}
 	return false;
@@ -230,6 +231,20 @@ BB_EXPORT long syscall(long n, ...)
 			return nanosleep((const struct timespec *)a1, (struct timespec *)a2);
 		case SYS_sched_yield:
 			return sched_yield();
+		case SYS_io_uring_setup:
+			/* A ring belongs to the OS thread that made it: with
+			 * IORING_SETUP_SINGLE_ISSUER any other thread's
+			 * io_uring_enter fails with EEXIST, and with
+			 * DEFER_TASKRUN completions are reaped only by that
+			 * thread (fio's rings are both: its jobs stopped after
+			 * a few writes once moved). The G stays on this M for
+			 * good, whether or not the call succeeds; and as it
+			 * will likely enter the ring with its own instruction
+			 * (fio, liburing), never through here, no preemption
+			 * signal cuts such a wait short (bb_preemptone). */
+			bb_lock_os_thread();
+			bb_getg()->rawcalls = true;
+			break;
 		}
 		if (blocking_nr(n)) {
 			bb_entersyscall();
