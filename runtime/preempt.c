@@ -359,6 +359,7 @@ void bb_preempt_init(void)
 
 /* sysmon: ask the G running on pp to yield */
 static void ask_detach(bb_m *mp, const struct bb_kcall *kc);
+static void note_rawcall(bb_g *gp, const struct bb_kcall *kc);
 
 void bb_preemptone(bb_p *pp)
 {
@@ -382,14 +383,14 @@ void bb_preemptone(bb_p *pp)
 		/* asleep in a call made by the program's own instruction: the
 		 * signal takes the P instead, and the call goes on (a
 		 * preemption now would cut it short with EINTR). A G seen so
-		 * once gets no preemption signal while it runs: its next such
-		 * call could begin before the signal lands (fio's io_uring
-		 * jobs make one every few microseconds); it yields at its next
+		 * once in a call the kernel does not restart (note_rawcall)
+		 * gets no preemption signal while it runs: its next such call
+		 * could begin before the signal lands (fio's io_uring jobs
+		 * make one every few microseconds); it yields at its next
 		 * call into bobbin, or gives up its P asleep in one. */
 		struct bb_kcall kc;
 		if (bb_kernel_call(mp->tid, &kc) == 1) {
-			if (!in_bobbin(kc.pc))
-				gp->rawcalls = true;
+			note_rawcall(gp, &kc);
 			ask_detach(mp, &kc);
 			return;
 		}
@@ -460,6 +461,31 @@ int bb_kernel_call(pid_t tid, struct bb_kcall *kc)
 	return 1;
 }
 
+/* the calls a signal with a handler makes fail with EINTR, which the
+ * kernel does not restart (SA_RESTART restarts the others: reads, writes,
+ * plain futex waits) */
+static bool eintr_prone(long nr)
+{
+	switch (nr) {
+	case SYS_poll: case SYS_ppoll: case SYS_select: case SYS_pselect6:
+	case SYS_epoll_wait: case SYS_epoll_pwait: case SYS_epoll_pwait2:
+	case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_futex:
+	case SYS_rt_sigsuspend: case SYS_pause: case SYS_rt_sigtimedwait:
+	case SYS_io_uring_enter: case SYS_io_getevents: case SYS_io_pgetevents:
+	case SYS_msgrcv: case SYS_msgsnd: case SYS_semop: case SYS_semtimedop:
+	case SYS_mq_timedreceive: case SYS_mq_timedsend:
+		return true;
+	}
+	return false;
+}
+
+/* a G found asleep in such a call the program made itself (not bobbin) */
+static void note_rawcall(bb_g *gp, const struct bb_kcall *kc)
+{
+	if (gp && eintr_prone(kc->nr) && !in_bobbin(kc->pc))
+		gp->rawcalls = true;
+}
+
 /* mp's SIGURG handler lets the P go as if the G had entered the call it
  * sleeps in (detach_p); the call goes on (restarted after the handler: by
  * the kernel, or by restart_call for the call kc names) and the G takes a
@@ -488,7 +514,7 @@ void bb_check_stuck(bb_p *pp)
 		if (state != 'S' && state != 'D')
 			return;
 	}
-	if (k == 1 && !in_bobbin(kc.pc) && mp->curg)
-		mp->curg->rawcalls = true;
+	if (k == 1)
+		note_rawcall(mp->curg, &kc);
 	ask_detach(mp, k == 1 ? &kc : NULL);
 }
