@@ -243,8 +243,35 @@ static void note_spin(bb_g *gp, uintptr_t pc)
 	gp->preempt_pc = pc;
 }
 
+/* SIGURG is bobbin's in the kernel while preemption by signal is on; the
+ * program's own action for it is kept apart (shim/signal.c). bobbin's own
+ * are queued with a value no other sender can know: the address below. */
+void bb_urg_send(pid_t tid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGURG;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_value.sival_ptr = (void *)bb_urg_send;
+	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, si.si_pid, tid, SIGURG, (long)&si, 0, 0);
+}
+
+bool bb_urg_ours(const siginfo_t *si)
+{
+	return si->si_code == SI_QUEUE && si->si_value.sival_ptr == (void *)bb_urg_send &&
+	       si->si_pid == getpid();
+}
+
+void (*bb_urg_program_hook)(int, siginfo_t *, void *);
+
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
+	if (!bb_urg_ours(si)) { /* the program's, or another process's, kill */
+		if (bb_urg_program_hook)
+			bb_urg_program_hook(sig, si, uctxv);
+		return;
+	}
 	bb_m *mp = bb_self_m();
 	if (mp == NULL)
 		return;
@@ -397,7 +424,7 @@ void bb_preemptone(bb_p *pp)
 		if (gp->rawcalls)
 			return;
 		atomic_fetch_add_explicit(&bb_stats_.preempt_signals, 1, memory_order_relaxed);
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		bb_urg_send(mp->tid);
 	}
 }
 
@@ -497,7 +524,7 @@ static void ask_detach(bb_m *mp, const struct bb_kcall *kc)
 	mp->kcall_set = kc != NULL;
 	mp->detach_req = true;
 	atomic_signal_fence(memory_order_seq_cst);
-	bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+	bb_urg_send(mp->tid);
 }
 
 void bb_check_stuck(bb_p *pp)

@@ -723,6 +723,11 @@ typedef struct bb_stats {
 extern bb_stats bb_stats_;
 extern bool bb_stats_on; /* BOBBIN_STATS: keep the counts that cost a shared line */
 extern bool bb_async_preempt;
+/* bobbin's own SIGURG to OS thread tid, marked as bobbin's (bb_urg_ours):
+ * a SIGURG the program or another process sends goes to the program's
+ * action, which bobbin keeps for it (shim/signal.c) */
+void bb_urg_send(pid_t tid);
+bool bb_urg_ours(const siginfo_t *si);
 extern int64_t bb_timeslice_ns;
 extern uint64_t bb_xsave_size;
 void bb_preempt_init(void);
@@ -918,6 +923,7 @@ void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* bb_asyncpreempt2 calls it (ASYNC_SIGNAL) */
+extern void (*bb_urg_program_hook)(int, siginfo_t *, void *); /* a SIGURG not bobbin's */
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);

@@ -309,7 +309,7 @@ void bb_timer_kick_taken(bb_m *mp)
 {
 	bb_timer_kick();
 	if (mp->tid > 0 && atomic_load_explicit(&mp->handp, memory_order_acquire))
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		bb_urg_send(mp->tid);
 }
 
 /* wake the sleeper so it recomputes its deadline and mode */

@@ -220,7 +220,7 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	    bb_async_preempt) {
 		/* running on another M: its preemption signal stops it at the
 		 * next safe point (program code), where it unwinds (preempt.c) */
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		bb_urg_send(mp->tid);
 	}
 	/* parked at a cancellation point, or about to park in one: let it act */
 	bb_interrupt(gp, BB_WAKE_CANCEL);

@@ -289,6 +289,8 @@ static bool take_process_signal(int sig, siginfo_t *si)
 }
 
 static void program_action(int sig, struct kaction *ka);
+static int get_kaction(int sig, struct kaction *ka);
+static void reset_hand(int sig);
 
 void bb_deliver_signals(void)
 {
@@ -314,7 +316,7 @@ void bb_deliver_signals(void)
 				continue;
 		}
 		struct kaction ka;
-		if (bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) != 0)
+		if (get_kaction(sig, &ka) != 0)
 			continue;
 		program_action(sig, &ka);
 		if (ka.handler == SIG_IGN) {
@@ -334,10 +336,8 @@ void bb_deliver_signals(void)
 			during |= 1ull << (sig - 1);
 		gp->sigmask = during;
 		bb_apply_sigmask(bb_getm(), during);
-		if (ka.flags & KSA_RESETHAND) {
-			struct kaction dfl = {SIG_DFL, 0, NULL, 0};
-			bb_rawsyscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
-		}
+		if (ka.flags & KSA_RESETHAND)
+			reset_hand(sig);
 		int saved_errno = errno;
 		if (ka.flags & KSA_SIGINFO) {
 			/* the third argument is never NULL from the kernel: a
@@ -400,7 +400,7 @@ static void note_handler(int sig, void *h)
 static void note_action(int sig)
 {
 	struct kaction ka;
-	if (sig >= 1 && sig <= 64 && bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)&ka, 8, 0, 0) == 0)
+	if (sig >= 1 && sig <= 64 && get_kaction(sig, &ka) == 0)
 		note_handler(sig, ka.handler);
 }
 
@@ -594,8 +594,100 @@ static void program_action(int sig, struct kaction *ka)
 	ka->flags = a->siginfo ? ka->flags | KSA_SIGINFO : ka->flags & ~(unsigned long)KSA_SIGINFO;
 }
 
+/* SIGURG while it is bobbin's preemption signal in the kernel
+ * (bb_async_preempt): the program's action for it lives here, never in the
+ * kernel. Go's run time (cgo programs) and haproxy install handlers for it,
+ * which replaced bobbin's: threads asleep in raw system calls then never
+ * gave up their P, and a cgo program hung at BOBBIN_MAXPROCS=1 and 2. A
+ * SIGURG that bobbin did not send (bb_urg_ours) runs this action
+ * (urg_program); pthread_kill's reach it through bb_deliver_signals. */
+static struct sigaction urg_act; /* all zero: SIG_DFL */
+static bb_lock urg_lock;
+
+static bool urg_virtual(int sig)
+{
+	return sig == SIGURG && bb_async_preempt && !bb_in_vm_child();
+}
+
+static int get_kaction(int sig, struct kaction *ka)
+{
+	if (!urg_virtual(sig))
+		return (int)bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)ka, 8, 0, 0);
+	bb_lock_acquire(&urg_lock);
+	ka->handler = (void *)urg_act.sa_handler;
+	ka->flags = (unsigned long)urg_act.sa_flags;
+	ka->restorer = NULL;
+	memcpy(&ka->mask, &urg_act.sa_mask, sizeof ka->mask);
+	bb_lock_release(&urg_lock);
+	return 0;
+}
+
+/* SA_RESETHAND: the action goes back to SIG_DFL as the handler starts */
+static void reset_hand(int sig)
+{
+	if (urg_virtual(sig)) {
+		bb_lock_acquire(&urg_lock);
+		memset(&urg_act, 0, sizeof urg_act);
+		bb_lock_release(&urg_lock);
+		note_handler(sig, (void *)SIG_DFL);
+		return;
+	}
+	struct kaction dfl = {SIG_DFL, 0, NULL, 0};
+	bb_rawsyscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
+}
+
+static int set_urg(const struct sigaction *act, struct sigaction *old)
+{
+	const struct progact *a = NULL;
+	void *h = act ? (void *)act->sa_handler : NULL;
+	if (act && h != (void *)SIG_DFL && h != (void *)SIG_IGN) {
+		uint64_t mask;
+		memcpy(&mask, &act->sa_mask, sizeof mask);
+		a = intern(h, mask, act->sa_flags & SA_SIGINFO, act->sa_flags & SA_NODEFER);
+		if (a == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		bb_sysmon_ensure();
+		atomic_store_explicit(&acts[SIGURG], a, memory_order_release);
+	}
+	bb_lock_acquire(&urg_lock);
+	struct sigaction prev = urg_act;
+	if (act)
+		urg_act = *act;
+	bb_lock_release(&urg_lock);
+	if (old)
+		*old = prev;
+	if (act)
+		note_handler(SIGURG, h);
+	return 0;
+}
+
+/* a SIGURG the kernel delivered that bobbin did not send (preempt.c) */
+static void trampoline(int sig, siginfo_t *si, void *ucv);
+static void urg_program(int sig, siginfo_t *si, void *uc)
+{
+	struct kaction ka;
+	get_kaction(sig, &ka);
+	if (ka.handler == (void *)SIG_DFL || ka.handler == (void *)SIG_IGN)
+		return; /* SIGURG's default action: ignored */
+	bb_m *mp = bb_active ? bb_self_m() : NULL;
+	bb_g *gp = mp ? mp->curg : NULL;
+	if (gp && (__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED) & BB_SIGBIT(sig))) {
+		/* the thread blocks it (in bobbin's mask, not the kernel's):
+		 * pending for it, taken when it unblocks */
+		atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+		return;
+	}
+	if (ka.flags & KSA_RESETHAND)
+		reset_hand(sig);
+	trampoline(sig, si, uc);
+}
+
 static int set_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	if (urg_virtual(sig))
+		return set_urg(act, old);
 	/* a vfork child's actions are its own (the kernel's table is its
 	 * own), bobbin's records of the program's handlers the parent's */
 	bool child = bb_in_vm_child();
@@ -750,6 +842,7 @@ BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
+	bb_urg_program_hook = urg_program;
 	for (int sig = 1; sig <= 64; sig++)
 		note_action(sig); /* actions set before bobbin started */
 }
@@ -780,7 +873,7 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
 	bb_m *mp = gp->m;
 	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
-		bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, SIGURG, 0, 0, 0);
+		bb_urg_send(mp->tid);
 	/* parked, or about to park (still running, it may be past its last
 	 * look at sigpending): let it wake and run the handler. Not for a
 	 * signal it blocks: that stays pending (its sigwait, sigpending or an
