@@ -43,15 +43,6 @@ static const char *const kind_name[KINDS] = {"poll", "ppoll", "select", "pselect
 static int sv[2][2], ep;
 static atomic_int stop_spin, stop_loop;
 
-static void *spinner(void *arg)
-{
-    (void)arg;
-    volatile unsigned long x = 0;
-    while (!atomic_load_explicit(&stop_spin, memory_order_relaxed))
-        x++;
-    return NULL;
-}
-
 /* one call of a kind on the idle sockets: 0 nothing ready, -1 with errno */
 static int one_call(int kind)
 {
@@ -116,7 +107,7 @@ int main(void)
     /* 1. no EINTR from anybody's signal but the program's (it sends none) */
     pthread_t sp[2];
     for (int i = 0; i < 2; i++)
-        REQUIRE(pthread_create(&sp[i], NULL, spinner, NULL) == 0, "pthread_create");
+        REQUIRE(pthread_create(&sp[i], NULL, probe_spin, &stop_spin) == 0, "pthread_create");
     for (int kind = 0; kind < KINDS; kind++) {
         current_probe = kind_name[kind];
         long eintr = 0, other = 0;

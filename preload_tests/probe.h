@@ -62,6 +62,15 @@ static inline struct timespec probe_in_ms(clockid_t clock, long ms)
     return t;
 }
 
+/* a thread's body that computes until the atomic_int at stop is set */
+static inline void *probe_spin(void *stop)
+{
+    volatile unsigned long x = 0;
+    while (!atomic_load_explicit((atomic_int *)stop, memory_order_relaxed))
+        x++;
+    return NULL;
+}
+
 static inline int probe_exit(const char *name)
 {
     int n = atomic_load(&probe_failures);

@@ -55,15 +55,6 @@ static long raw6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
 
 static atomic_int stop_spin;
 
-static void *spinner(void *arg)
-{
-    (void)arg;
-    volatile unsigned long x = 0;
-    while (!atomic_load_explicit(&stop_spin, memory_order_relaxed))
-        x++;
-    return NULL;
-}
-
 /* ---- 1. poll, ppoll, epoll_wait ---- */
 
 static int pfd[2], ep;
@@ -244,7 +235,7 @@ int main(void)
 {
     pthread_t sp[2];
     for (int i = 0; i < 2; i++)
-        REQUIRE(pthread_create(&sp[i], NULL, spinner, NULL) == 0, "pthread_create");
+        REQUIRE(pthread_create(&sp[i], NULL, probe_spin, &stop_spin) == 0, "pthread_create");
     part1();
     part2();
     atomic_store(&stop_spin, 1);

@@ -79,15 +79,6 @@ static void *futex_waiter(void *arg)
     return NULL;
 }
 
-static void *spinner(void *arg)
-{
-    (void)arg;
-    volatile unsigned long x = 0;
-    while (!atomic_load_explicit(&stop_spin, memory_order_relaxed))
-        x++;
-    return NULL;
-}
-
 static atomic_int workers_stop, ready;
 
 static void *worker(void *arg)
@@ -131,7 +122,7 @@ int main(void)
     pthread_t fw[2], sp[2];
     for (int i = 0; i < 2; i++) {
         REQUIRE(pthread_create(&fw[i], NULL, futex_waiter, NULL) == 0, "create");
-        REQUIRE(pthread_create(&sp[i], NULL, spinner, NULL) == 0, "create");
+        REQUIRE(pthread_create(&sp[i], NULL, probe_spin, &stop_spin) == 0, "create");
     }
     usleep(200000);
     atomic_store(&word, 1);

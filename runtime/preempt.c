@@ -205,6 +205,23 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
  * instruction with the same six arguments. Relative sleeps are left to
  * end early with EINTR and their remaining time, as a handler would make
  * them: a restart would sleep longer than asked. */
+/* The signal that asks for the P found the thread in the call sysmon saw
+ * it asleep in (pc after its syscall instruction; rax -EINTR, or the
+ * call's number with rip back on the instruction when the kernel restarts
+ * it), on the same G; true too when sysmon could not tell the call. A
+ * thread that left it meanwhile keeps its P: detached in its own code, or
+ * in a handler that bobbin's code called, it went on as if it had one. */
+static bool in_kcall(bb_m *mp, bb_g *gp, const ucontext_t *uc, uintptr_t pc)
+{
+	if (!mp->kcall_set)
+		return true;
+	const struct bb_kcall *kc = &mp->kcall;
+	greg_t rax = uc->uc_mcontext.gregs[REG_RAX];
+	if (mp->kcall_g != gp)
+		return false;
+	return (pc == kc->pc && rax == -EINTR) || (pc == kc->pc - 2 && rax == (greg_t)kc->nr);
+}
+
 static void restart_call(bb_m *mp, ucontext_t *uc, uintptr_t pc)
 {
 	if (!mp->kcall_set)
@@ -280,8 +297,13 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	if (gp != NULL && mp->detach_req) {
-		detach_p(mp, gp, pc, sp);
-		restart_call(mp, uc, pc);
+		if (in_kcall(mp, gp, uc, pc)) {
+			detach_p(mp, gp, pc, sp);
+			restart_call(mp, uc, pc);
+		} else { /* it left that call (or the G) since: not stuck */
+			mp->detach_req = false;
+			mp->kcall_set = false;
+		}
 		return;
 	}
 	/* a pthread_kill for the G running here: its handler runs on the G
@@ -519,8 +541,10 @@ static void note_rawcall(bb_g *gp, const struct bb_kcall *kc)
  * P again at its next call into bobbin (bb_reattach) */
 static void ask_detach(bb_m *mp, const struct bb_kcall *kc)
 {
-	if (kc)
+	if (kc) {
 		mp->kcall = *kc;
+		mp->kcall_g = mp->curg;
+	}
 	mp->kcall_set = kc != NULL;
 	mp->detach_req = true;
 	atomic_signal_fence(memory_order_seq_cst);

@@ -322,6 +322,7 @@ struct bb_m {
 		uintptr_t pc;
 	} kcall;
 	volatile bool kcall_set;
+	bb_g *volatile kcall_g;   /* the G sysmon saw in that call */
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
 	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
