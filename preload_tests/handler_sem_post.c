@@ -24,7 +24,7 @@
 
 #include "probe.h"
 
-#define ROUNDS 300000
+#define ROUNDS 100000
 
 static sem_t s, a, b;
 static atomic_long posted, taken, entered, left_handler;
