@@ -728,6 +728,14 @@ void bb_sysmon_start(void)
 		return;
 	}
 	int err = bb_start_os_thread(sysmon, mp, 128 * 1024); /* takes no signals */
-	if (err)
+	if (err) {
 		bb_printf("bobbin: cannot start sysmon (%d); blocked system calls keep their P\n", err);
+		return;
+	}
+	/* handlers may leave their wake-ups from now on, not only once the
+	 * new thread runs: its first poll finds the kick. On a loaded machine
+	 * it started milliseconds later, and a handler that ran over bobbin's
+	 * code meanwhile woke directly and spun for ever on the wait-queue
+	 * lock that code held on the same thread (handler_sem_post at P=1) */
+	atomic_store(&sysmon_live, kickfd >= 0);
 }
