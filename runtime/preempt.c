@@ -111,8 +111,33 @@ static void add_exec(struct range *tab, _Atomic int *n, const struct dl_phdr_inf
 	atomic_store_explicit(n, k, memory_order_release);
 }
 
+/* glibc's own code: a system call it makes (inside fwrite, a condvar of
+ * its own, its sleeps) is left to the preemption signal as before; only
+ * calls made by the program's instruction elsewhere are detached and
+ * restarted (bb_preemptone) */
+static struct range libc_ranges[4];
+static int nlibc;
+static void *libcbase;
+
+static bool in_libc(uintptr_t pc)
+{
+	for (int i = 0; i < nlibc; i++)
+		if (pc >= libc_ranges[i].lo && pc < libc_ranges[i].hi)
+			return true;
+	return nlibc == 0; /* unknown: as before */
+}
+
 static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
+	if (libcbase && info->dlpi_addr == (uintptr_t)libcbase && nlibc == 0)
+		for (int i = 0; i < info->dlpi_phnum && nlibc < 4; i++) {
+			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+			if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+				libc_ranges[nlibc].lo = info->dlpi_addr + ph->p_vaddr;
+				libc_ranges[nlibc].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+				nlibc++;
+			}
+		}
 	for (int i = 0; i < nseen; i++)
 		if (seen[i] == info->dlpi_phdr)
 			return 0;
@@ -385,6 +410,9 @@ void bb_preempt_init(void)
 	Dl_info self;
 	if (dladdr((void *)bb_preempt_init, &self))
 		selfbase = self.dli_fbase;
+	Dl_info lc;
+	if (dladdr((void *)getpid, &lc))
+		libcbase = lc.dli_fbase;
 	dl_iterate_phdr(add_ranges, selfbase);
 	if (bb_debug.asyncpreemptoff)
 		return;
@@ -438,7 +466,7 @@ void bb_preemptone(bb_p *pp)
 		 * make one every few microseconds); it yields at its next
 		 * call into bobbin, or gives up its P asleep in one. */
 		struct bb_kcall kc;
-		if (bb_kernel_call(mp->tid, &kc) == 1) {
+		if (bb_kernel_call(mp->tid, &kc) == 1 && !in_bobbin(kc.pc) && !in_libc(kc.pc)) {
 			note_rawcall(gp, &kc);
 			ask_detach(mp, &kc);
 			return;
@@ -531,7 +559,7 @@ static bool eintr_prone(long nr)
 /* a G found asleep in such a call the program made itself (not bobbin) */
 static void note_rawcall(bb_g *gp, const struct bb_kcall *kc)
 {
-	if (gp && eintr_prone(kc->nr) && !in_bobbin(kc->pc))
+	if (gp && eintr_prone(kc->nr) && !in_bobbin(kc->pc) && !in_libc(kc->pc))
 		gp->rawcalls = true;
 }
 
