@@ -673,6 +673,20 @@ static void *sysmon(void *arg)
 		    atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0) {
 			atomic_fetch_add_explicit(&bb_stats_.timer_rescues, 1, memory_order_relaxed);
 			bb_wakep();
+		} else if (next != 0 && next + 2 * 1000 * 1000 < now) {
+			/* an M sleeps until a later time than a timer 2 ms
+			 * overdue: the kick that should have woken it was lost
+			 * (process_signals at P=2 left main parked in a 2 ms
+			 * sleep while the sleeper waited for a timer a minute
+			 * away); wake it, also out of its epoll wait */
+			bb_m *sl = atomic_load(&bb_sched_.timersleeper);
+			if (sl != NULL && atomic_load(&bb_sched_.sleepuntil) > next + 2 * 1000 * 1000) {
+				atomic_fetch_add_explicit(&bb_stats_.timer_rescues, 1,
+							  memory_order_relaxed);
+				bb_timer_kick();
+				if (sl->tid > 0)
+					bb_urg_send(sl->tid);
+			}
 		}
 		/* nobody has polled the network for 10 ms: do it, so I/O is not
 		 * starved by Ps that are never idle */
