@@ -119,40 +119,44 @@ static struct range libc_ranges[4];
 static int nlibc;
 static void *libcbase;
 
+/* the executable segments of one object (libbobbin, libc), read once */
+static void object_code(const struct dl_phdr_info *info, struct range *tab, int *n, int max)
+{
+	for (int i = 0; i < info->dlpi_phnum && *n < max; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			tab[*n].lo = info->dlpi_addr + ph->p_vaddr;
+			tab[*n].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			(*n)++;
+		}
+	}
+}
+
+/* pc in tab[0..n); unknown (n == 0): true, assume the worst */
+static bool in_code(const struct range *tab, int n, uintptr_t pc)
+{
+	for (int i = 0; i < n; i++)
+		if (pc >= tab[i].lo && pc < tab[i].hi)
+			return true;
+	return n == 0;
+}
+
 static bool in_libc(uintptr_t pc)
 {
-	for (int i = 0; i < nlibc; i++)
-		if (pc >= libc_ranges[i].lo && pc < libc_ranges[i].hi)
-			return true;
-	return nlibc == 0; /* unknown: as before */
+	return in_code(libc_ranges, nlibc, pc);
 }
 
 static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
 {
 	if (libcbase && info->dlpi_addr == (uintptr_t)libcbase && nlibc == 0)
-		for (int i = 0; i < info->dlpi_phnum && nlibc < 4; i++) {
-			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-			if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-				libc_ranges[nlibc].lo = info->dlpi_addr + ph->p_vaddr;
-				libc_ranges[nlibc].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-				nlibc++;
-			}
-		}
+		object_code(info, libc_ranges, &nlibc, 4);
 	for (int i = 0; i < nseen; i++)
 		if (seen[i] == info->dlpi_phdr)
 			return 0;
 	if (nseen < MAX_RANGES)
 		seen[nseen++] = info->dlpi_phdr;
-	if (info->dlpi_addr == (uintptr_t)data) {
-		for (int i = 0; i < info->dlpi_phnum && nself < 8; i++) {
-			const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-			if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-				self_ranges[nself].lo = info->dlpi_addr + ph->p_vaddr;
-				self_ranges[nself].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-				nself++;
-			}
-		}
-	}
+	if (info->dlpi_addr == (uintptr_t)data)
+		object_code(info, self_ranges, &nself, 8);
 	/* bobbin itself by its address: the library may have any file name */
 	if (info->dlpi_addr == (uintptr_t)data || excluded(info->dlpi_name))
 		add_exec(excl, &nexcl, info);
@@ -189,10 +193,7 @@ void bb_preempt_after_dlopen(const void *ns_gadget)
 
 static bool in_bobbin(uintptr_t pc)
 {
-	for (int i = 0; i < nself; i++)
-		if (pc >= self_ranges[i].lo && pc < self_ranges[i].hi)
-			return true;
-	return nself == 0; /* unknown: assume the worst */
+	return in_code(self_ranges, nself, pc);
 }
 
 bool bb_pc_in_bobbin(uintptr_t pc)
@@ -219,6 +220,29 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 	atomic_fetch_add_explicit(&bb_stats_.stuck_detached, 1, memory_order_relaxed);
 }
 
+/* The signal that asks for the P found the thread in the call sysmon saw
+ * it asleep in (pc after its syscall instruction; rax -EINTR, or the
+ * call's number with rip back on the instruction when the kernel restarts
+ * it; the same six arguments), on the same G; true too when sysmon could
+ * not tell the call. A thread that left it meanwhile keeps its P:
+ * detached in its own code, or in a handler that bobbin's code called, it
+ * went on as if it had one. */
+static bool in_kcall(bb_m *mp, bb_g *gp, const ucontext_t *uc, uintptr_t pc)
+{
+	if (!mp->kcall_set)
+		return true;
+	const struct bb_kcall *kc = &mp->kcall;
+	greg_t rax = uc->uc_mcontext.gregs[REG_RAX];
+	if (mp->kcall_g != gp ||
+	    !((pc == kc->pc && rax == -EINTR) || (pc == kc->pc - 2 && rax == (greg_t)kc->nr)))
+		return false;
+	static const int argreg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
+	for (int i = 0; i < 6; i++)
+		if (uc->uc_mcontext.gregs[argreg[i]] != (greg_t)kc->args[i])
+			return false;
+	return true;
+}
+
 /* The system call sysmon found this M's OS thread asleep in before it
  * asked for the P (mp->kcall, bb_kernel_call) is run again if the signal
  * cut it short with EINTR, as the kernel does itself for the calls it
@@ -226,27 +250,9 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
  * made by the program's own instruction would otherwise fail where
  * natively nothing interrupts them (fio's io_uring jobs took an EINTR
  * from its inline io_uring_enter for the end of their work). Only that
- * very call: the signal came back to the pc after its syscall
- * instruction with the same six arguments. Relative sleeps are left to
- * end early with EINTR and their remaining time, as a handler would make
- * them: a restart would sleep longer than asked. */
-/* The signal that asks for the P found the thread in the call sysmon saw
- * it asleep in (pc after its syscall instruction; rax -EINTR, or the
- * call's number with rip back on the instruction when the kernel restarts
- * it), on the same G; true too when sysmon could not tell the call. A
- * thread that left it meanwhile keeps its P: detached in its own code, or
- * in a handler that bobbin's code called, it went on as if it had one. */
-static bool in_kcall(bb_m *mp, bb_g *gp, const ucontext_t *uc, uintptr_t pc)
-{
-	if (!mp->kcall_set)
-		return true;
-	const struct bb_kcall *kc = &mp->kcall;
-	greg_t rax = uc->uc_mcontext.gregs[REG_RAX];
-	if (mp->kcall_g != gp)
-		return false;
-	return (pc == kc->pc && rax == -EINTR) || (pc == kc->pc - 2 && rax == (greg_t)kc->nr);
-}
-
+ * very call (in_kcall). Relative sleeps are left to end early with EINTR
+ * and their remaining time, as a handler would make them: a restart
+ * would sleep longer than asked. */
 static void restart_call(bb_m *mp, ucontext_t *uc, uintptr_t pc)
 {
 	if (!mp->kcall_set)
@@ -254,12 +260,10 @@ static void restart_call(bb_m *mp, ucontext_t *uc, uintptr_t pc)
 	mp->kcall_set = false;
 	const struct bb_kcall *kc = &mp->kcall;
 	greg_t *r = uc->uc_mcontext.gregs;
-	if (pc != kc->pc || r[REG_RAX] != -EINTR || in_bobbin(pc))
+	/* in_kcall found that very call; the kernel restarts it itself
+	 * unless it answered -EINTR */
+	if (r[REG_RAX] != -EINTR || in_bobbin(pc))
 		return;
-	static const int argreg[6] = {REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9};
-	for (int i = 0; i < 6; i++)
-		if (r[argreg[i]] != (greg_t)kc->args[i])
-			return;
 	if (kc->nr == SYS_nanosleep ||
 	    (kc->nr == SYS_clock_nanosleep && !(kc->args[1] & TIMER_ABSTIME)))
 		return;
@@ -299,10 +303,11 @@ void bb_urg_send(pid_t tid)
 	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, si.si_pid, tid, SIGURG, (long)&si, 0, 0);
 }
 
+/* no getpid() per signal: only this process's bobbin sends SI_QUEUE with
+ * that address to its own threads (a fork child sends to its own) */
 bool bb_urg_ours(const siginfo_t *si)
 {
-	return si->si_code == SI_QUEUE && si->si_value.sival_ptr == (void *)bb_urg_send &&
-	       si->si_pid == getpid();
+	return si->si_code == SI_QUEUE && si->si_value.sival_ptr == (void *)bb_urg_send;
 }
 
 void (*bb_urg_program_hook)(int, siginfo_t *, void *);

@@ -601,8 +601,14 @@ static void program_action(int sig, struct kaction *ka)
  * gave up their P, and a cgo program hung at BOBBIN_MAXPROCS=1 and 2. A
  * SIGURG that bobbin did not send (bb_urg_ours) runs this action
  * (urg_program); pthread_kill's reach it through bb_deliver_signals. */
-static struct sigaction urg_act; /* all zero: SIG_DFL */
-static bb_lock urg_lock;
+/* Lock-free (a handler may read it over a sigaction that changes it, on
+ * the same thread): records are written once into a ring of slots and
+ * published by pointer; a reader copies the one it loaded */
+#define NURGACT 16
+static struct sigaction urg_slots[NURGACT];
+static _Atomic unsigned urg_nslot;
+static const struct sigaction urg_dfl; /* all zero: SIG_DFL */
+static _Atomic(const struct sigaction *) urg_act = &urg_dfl;
 
 static bool urg_virtual(int sig)
 {
@@ -613,12 +619,11 @@ static int get_kaction(int sig, struct kaction *ka)
 {
 	if (!urg_virtual(sig))
 		return (int)bb_rawsyscall6(SYS_rt_sigaction, sig, 0, (long)ka, 8, 0, 0);
-	bb_lock_acquire(&urg_lock);
-	ka->handler = (void *)urg_act.sa_handler;
-	ka->flags = (unsigned long)urg_act.sa_flags;
+	const struct sigaction *a = atomic_load_explicit(&urg_act, memory_order_acquire);
+	ka->handler = (void *)a->sa_handler;
+	ka->flags = (unsigned long)a->sa_flags;
 	ka->restorer = NULL;
-	memcpy(&ka->mask, &urg_act.sa_mask, sizeof ka->mask);
-	bb_lock_release(&urg_lock);
+	memcpy(&ka->mask, &a->sa_mask, sizeof ka->mask);
 	return 0;
 }
 
@@ -626,9 +631,7 @@ static int get_kaction(int sig, struct kaction *ka)
 static void reset_hand(int sig)
 {
 	if (urg_virtual(sig)) {
-		bb_lock_acquire(&urg_lock);
-		memset(&urg_act, 0, sizeof urg_act);
-		bb_lock_release(&urg_lock);
+		atomic_store_explicit(&urg_act, &urg_dfl, memory_order_release);
 		note_handler(sig, (void *)SIG_DFL);
 		return;
 	}
@@ -651,13 +654,16 @@ static int set_urg(const struct sigaction *act, struct sigaction *old)
 		bb_sysmon_ensure();
 		atomic_store_explicit(&acts[SIGURG], a, memory_order_release);
 	}
-	bb_lock_acquire(&urg_lock);
-	struct sigaction prev = urg_act;
-	if (act)
-		urg_act = *act;
-	bb_lock_release(&urg_lock);
+	const struct sigaction *prev;
+	if (act) {
+		struct sigaction *slot = &urg_slots[atomic_fetch_add(&urg_nslot, 1) % NURGACT];
+		*slot = *act;
+		prev = atomic_exchange_explicit(&urg_act, slot, memory_order_acq_rel);
+	} else {
+		prev = atomic_load_explicit(&urg_act, memory_order_acquire);
+	}
 	if (old)
-		*old = prev;
+		*old = *prev;
 	if (act)
 		note_handler(SIGURG, h);
 	return 0;
