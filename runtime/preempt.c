@@ -344,7 +344,8 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	unsigned why = 0;
 	bool running = gp != NULL &&
 		       atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning;
-	if (running && (atomic_load(&gp->sigpending) & ~gp->sigmask) && bb_sigpoke_hook &&
+	if (running && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
+	    bb_sigpoke_hook &&
 	    !in_bobbin(pc) && !bb_rt_live(gp, sp))
 		why |= ASYNC_SIGNAL;
 	/* preemption, or an asynchronous pthread_cancel (it takes the same way

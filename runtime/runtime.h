@@ -741,6 +741,11 @@ void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, bb_m_in_handler */
 bool bb_defer_sema_wake(void *addr);
+/* sysmon.c: a process signal a handler landed with outside any G's code,
+ * kept for sysmon to hand to a G that takes it (false: not kept); the G
+ * takes it back with its siginfo */
+bool bb_stash_signal(int sig, const siginfo_t *si);
+bool bb_take_stashed(int sig, siginfo_t *si);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
 /* The signal handler detached this M's P while the G was stuck in the

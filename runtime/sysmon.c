@@ -15,6 +15,7 @@
  */
 #include "runtime.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -126,6 +127,52 @@ bool bb_defer_sema_wake(void *addr)
 	return true;
 }
 
+/* ---- process signals a handler could not take where it landed ----
+ *
+ * The kernel gives a process signal to any thread whose mask lets it in.
+ * An M keeps the mask of the G it last ran while it looks for the next one
+ * (changing it costs a system call at every switch), and a G parking in a
+ * wait that a signal cuts short is on bobbin's code for a while. A signal
+ * that lands there can run its handler only as on a thread bobbin did not
+ * make: not as the parked G's (its pthread_self was the M's), and its wait
+ * went on (process_signals: a sem_wait that never saw its EINTR). The
+ * handler (shim/signal.c) keeps such a signal here instead, with its
+ * siginfo, one per signal number, and sysmon hands it to a G that takes
+ * it, as it hands the pending ones; the G takes it with bb_take_stashed. */
+static siginfo_t stash_info[65];
+static _Atomic int stash_state[65]; /* 0 empty, 1 being written, 2 full, 3 being read */
+static _Atomic uint64_t stashed;    /* the full ones */
+static _Atomic uint32_t stash_seq[65]; /* counts what was kept, per signal */
+static uint32_t handed_seq[65];     /* the one sysmon gave to a G: sysmon only */
+
+bool bb_stash_signal(int sig, const siginfo_t *si)
+{
+	if (sig < 1 || sig > 64 || !atomic_load(&sysmon_live))
+		return false;
+	int empty = 0;
+	if (!atomic_compare_exchange_strong(&stash_state[sig], &empty, 1))
+		return false; /* one already kept: this one runs where it landed */
+	stash_info[sig] = *si;
+	atomic_fetch_add(&stash_seq[sig], 1);
+	atomic_store(&stash_state[sig], 2);
+	atomic_fetch_or(&stashed, BB_SIGBIT(sig));
+	kick();
+	return true;
+}
+
+bool bb_take_stashed(int sig, siginfo_t *si)
+{
+	if (sig < 1 || sig > 64 || !(atomic_load(&stashed) & BB_SIGBIT(sig)))
+		return false;
+	int full = 2;
+	if (!atomic_compare_exchange_strong(&stash_state[sig], &full, 3))
+		return false;
+	*si = stash_info[sig];
+	atomic_fetch_and(&stashed, ~BB_SIGBIT(sig));
+	atomic_store(&stash_state[sig], 0);
+	return true;
+}
+
 /* in a fork child: sysmon is gone (until started again), and with it
  * whatever the parent's handlers had left for it */
 void bb_sysmon_deferred_forkchild(void)
@@ -140,6 +187,11 @@ void bb_sysmon_deferred_forkchild(void)
 		atomic_store(&semwake[h % NSEMWAKE], 0);
 	if (atomic_load(&semwake_head) != t)
 		atomic_store(&semwake_head, t);
+	if (atomic_load(&stashed)) { /* the parent's, as its pending signals */
+		for (int sig = 1; sig <= 64; sig++)
+			atomic_store(&stash_state[sig], 0);
+		atomic_store(&stashed, 0);
+	}
 }
 
 static void run_deferred(void)
@@ -234,8 +286,57 @@ static bool handed; /* route_pending gave a signal to a G since the rate's last 
  * leaves watch first: of a G that unblocks it meanwhile (which then finds
  * it unwatched and adds it back) and our second look at the masks, one
  * sees the other. */
+/* A kept signal no G takes now (they all block it since) is the process's
+ * pending signal again, as it would be natively. The kernel refuses a
+ * kill's or its own siginfo codes from any thread but the main one: such a
+ * signal goes back as sigqueue's (SI_QUEUE, the sender's pid and uid kept). */
+static void requeue_stashed(int sig)
+{
+	siginfo_t si;
+	if (!bb_take_stashed(sig, &si))
+		return;
+	pid_t pid = getpid();
+	if (bb_rawsyscall6(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0) == -EPERM) {
+		si.si_code = SI_QUEUE;
+		bb_rawsyscall6(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
+	}
+}
+
+/* hand each kept signal to a G that takes it, once (the number read
+ * first: one kept again meanwhile is at worst handed twice) */
+static bool route_stashed(void)
+{
+	uint64_t st = atomic_load(&stashed);
+	bool any = false;
+	while (st) {
+		uint64_t bit = st & -st;
+		st &= ~bit;
+		int sig = __builtin_ctzll(bit) + 1;
+		uint32_t seq = atomic_load(&stash_seq[sig]);
+		if (handed_seq[sig] == seq)
+			continue;
+		bb_g *gp = taker_of(bit);
+		if (gp == NULL) {
+			requeue_stashed(sig);
+			continue;
+		}
+		handed_seq[sig] = seq;
+		any = true;
+		atomic_fetch_or(&gp->procsig, bit);
+		handed = true;
+		bb_interrupt(gp, BB_WAKE_SIGNAL);
+		/* running: the preemption signal makes it take it (preempt.c),
+		 * as it does a pthread_kill's */
+		bb_m *mp = gp->m;
+		if (atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 && bb_async_preempt)
+			bb_urg_send(mp->tid);
+	}
+	return any;
+}
+
 static void route_pending(void)
 {
+	route_stashed();
 	uint64_t pend = 0;
 	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0)
 		return;
@@ -381,6 +482,8 @@ static void usleep_raw(int64_t us)
 	}
 	look_at_rate();
 	run_deferred();
+	if (atomic_load(&stashed))
+		route_stashed();
 }
 
 /* before sysmon starts: the signalfd, watching all a program can catch */

@@ -90,10 +90,24 @@ static bool empty(void *addr, void *arg)
 		VALUE_MASK) == 0;
 }
 
+static int wait_registered(bb_sem *s, int64_t deadline, bool timed);
+
 /* 0, or -1 with errno ETIMEDOUT or EINTR */
 static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 {
 	int64_t deadline = abstime ? bb_abs_deadline(clock, abstime) : 0;
+	/* a cancellation point, cut short by a signal: from before it shows
+	 * as a waiter (a process signal that lands on bobbin's code from then
+	 * on is handed to a thread that takes it, shim/signal.c) */
+	bb_g *gp = bb_getg();
+	gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL;
+	int ret = wait_registered(s, deadline, abstime != NULL);
+	bb_getg()->wakeon = 0;
+	return ret;
+}
+
+static int wait_registered(bb_sem *s, int64_t deadline, bool timed)
+{
 	/* register; relaxed: both this and the posters' CAS are RMWs of one
 	 * word, so one of them sees the other */
 	uint64_t d = atomic_fetch_add_explicit(&s->data, WAITER, memory_order_relaxed) + WAITER;
@@ -109,9 +123,8 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 		/* wake-ups carry no token, so a timed-out waiter loses nothing
 		 * that another waiter needed */
 		bb_g *gp = bb_getg();
-		gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL; /* a cancellation point */
+		gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL;
 		int r = bb_sema_park(&s->data, empty, NULL, waitReasonSema, deadline, NULL, NULL);
-		gp->wakeon = 0;
 		if (r == -3) { /* pthread_cancel or pthread_kill: unregister, act */
 			atomic_fetch_sub_explicit(&s->data, WAITER, memory_order_relaxed);
 			bb_testcancel();
@@ -119,7 +132,7 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 			 * never restarts it), an untimed one unless SA_RESTART */
 			gp->sig_ran = false;
 			bool eintr = bb_take_eintr();
-			if (eintr || (abstime && bb_getg()->sig_ran)) {
+			if (eintr || (timed && bb_getg()->sig_ran)) {
 				bb_getg()->sig_ran = false;
 				errno = EINTR;
 				return -1;

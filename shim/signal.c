@@ -282,6 +282,8 @@ static int take_own(bb_g *gp, uint64_t want, siginfo_t *si)
  * if another thread took it first (an M running a G that takes it). */
 static bool take_process_signal(int sig, siginfo_t *si)
 {
+	if (bb_take_stashed(sig, si))
+		return true; /* kept by a handler that could not run it (trampoline) */
 	uint64_t set = 1ull << (sig - 1);
 	struct timespec zero = {0, 0};
 	long r = bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)si, (long)&zero, 8, 0, 0);
@@ -512,6 +514,40 @@ static void call_program(const struct progact *a, int sig, siginfo_t *si, void *
 }
 
 
+static void trampoline(int sig, siginfo_t *si, void *ucv);
+
+/* A process signal that lands on an M between two Gs (the M keeps the mask
+ * of the G it ran last; curg may still name the G that is parking), or on a
+ * G in bobbin's code on its way into a wait that a signal cuts short, is
+ * kept for sysmon, which gives it to a G that takes it (runtime/sysmon.c):
+ * its handler runs on that thread and the wait ends with EINTR. Run here,
+ * it would run as on a thread bobbin did not make, and the wait would go
+ * on. (A wait marks itself with waitkind as it parks, a semaphore's with
+ * wakeon from before it shows as a waiter.) Not kept: what the kernel sends
+ * a thread of its own (the faults, SIGPIPE, SIGXFSZ, a tgkill), an action
+ * SA_RESETHAND reset on delivery (the handler must run now), and a second
+ * one of a signal already kept. */
+static bool keep_for_sysmon(bb_m *mp, bb_g *gp, int sig, const siginfo_t *si)
+{
+	const uint64_t own_thread = BB_SIGBIT(SIGSEGV) | BB_SIGBIT(SIGBUS) | BB_SIGBIT(SIGFPE) |
+				    BB_SIGBIT(SIGILL) | BB_SIGBIT(SIGTRAP) | BB_SIGBIT(SIGSYS) |
+				    BB_SIGBIT(SIGPIPE) | BB_SIGBIT(SIGXFSZ) | BB_SIGBIT(SIGURG);
+	if (si == NULL || si->si_code == SI_TKILL || (BB_SIGBIT(sig) & own_thread))
+		return false;
+	uint32_t st = gp ? atomic_load(&gp->status) : Gdead;
+	if (st == Gsyscall)
+		return false; /* the signal cuts that call short: as natively */
+	if (st == Grunning && atomic_load(&gp->waitkind) == BB_WAIT_NONE &&
+	    !(gp->wakeon & BB_WAKE_SIGNAL))
+		return false; /* not waiting: it runs over bobbin's code */
+	if (gp == NULL && mp->sigframe_fp != 0)
+		return false; /* inside another such handler: it runs here */
+	struct kaction ka;
+	if (get_kaction(sig, &ka) != 0 || ka.handler != (void *)trampoline)
+		return false;
+	return bb_stash_signal(sig, si);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *ucv)
 {
 	const struct progact *a = atomic_load_explicit(&acts[sig], memory_order_acquire);
@@ -532,6 +568,8 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 		own = !bb_pc_in_bobbin(pc) && !bb_rt_live(gp, sp) && !bb_sig_native_live(mp, gp, sp);
 	}
+	if (!own && mp && keep_for_sysmon(mp, gp, sig, si))
+		return;
 	if (!own) {
 		/* not the G's: on no G's stack (a thread bobbin did not make,
 		 * an M between two Gs, an alternate signal stack), or over
