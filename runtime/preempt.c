@@ -344,6 +344,15 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	unsigned why = 0;
 	bool running = gp != NULL &&
 		       atomic_load_explicit(&gp->status, memory_order_relaxed) == Grunning;
+	/* never inside a program's handler that the kernel ran over bobbin's
+	 * code (shim/signal.c marks it): the code under it may hold a wait
+	 * queue's lock, and a G switched away there left it held (a sem_post
+	 * of handler_sem_post spun on it for ever) */
+	if (running && mp->sigframe_fp != 0 && bb_sigframe_live(mp, sp)) {
+		if (gp->preempt)
+			atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
+		return;
+	}
 	if (running && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
 	    bb_sigpoke_hook &&
 	    !in_bobbin(pc) && !bb_rt_live(gp, sp))

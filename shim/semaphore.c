@@ -24,9 +24,12 @@
  * a bad tv_nsec, or clock for sem_clockwait, checked before the value is),
  * EAGAIN (sem_trywait at 0), ETIMEDOUT, EOVERFLOW (sem_post at SEM_VALUE_MAX).
  *
- * Not done: sem_post is async-signal-safe in POSIX; from a signal handler
- * that interrupted a G of this semaphore inside the queue's bucket lock it
- * would deadlock. sem_wait is not a cancellation point here.
+ * sem_post is async-signal-safe: from a handler that the kernel ran over
+ * bobbin's code (which may hold the queue's bucket lock on this very
+ * thread) the wake-up goes through sysmon, in a ring of 1,024. Not done: with
+ * that ring full (sysmon kept off the CPU for as many posts) such a post
+ * wakes its waiter itself, and may spin for ever on a lock the code under
+ * it holds.
  */
 #include "mutex.h"
 
