@@ -741,6 +741,7 @@ void bb_gopreempt(void);                  /* yield for preemption, on the G */
 void bb_sysmon_ensure(void);
 bool bb_defer_ready(bb_g *gp);        /* sysmon.c: from a handler, bb_m_in_handler */
 bool bb_defer_sema_wake(void *addr);
+void bb_sema_wake_nonzero(void); /* sema.c: sysmon, after bb_defer_sema_wake overflowed */
 /* sysmon.c: a process signal a handler landed with outside any G's code,
  * kept for sysmon to hand to a G that takes it (false: not kept); the G
  * takes it back with its siginfo */

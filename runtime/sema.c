@@ -135,15 +135,17 @@ int bb_sema_park(void *addr, bool (*validate)(void *, void *), void *varg, uint3
 	return gp->timedout ? -1 : 1;
 }
 
-static int wake(void *addr, int n, bool handoff)
+/* take off b up to n (n < 0: all) of the Gs match accepts, under b's lock,
+ * and ready them after it */
+static int wake_matching(bucket *b, bool (*match)(bb_g *, void *), void *arg, int n,
+			 bool handoff)
 {
-	bucket *b = bucket_of(addr);
 	bb_g *woken = NULL, **wtail = &woken;
 	int count = 0;
 	bb_lock_acquire(&b->lock);
 	for (bb_g *gp = b->head; gp && (n < 0 || count < n);) {
 		bb_g *next = gp->waitnext;
-		if (gp->waitaddr == addr) {
+		if (match(gp, arg)) {
 			unlink_g(b, gp);
 			gp->handoff = handoff;
 			*wtail = gp;
@@ -163,6 +165,16 @@ static int wake(void *addr, int n, bool handoff)
 	return count;
 }
 
+static bool parked_on(bb_g *gp, void *addr)
+{
+	return gp->waitaddr == addr;
+}
+
+static int wake(void *addr, int n, bool handoff)
+{
+	return wake_matching(bucket_of(addr), parked_on, addr, n, handoff);
+}
+
 int bb_sema_wake(void *addr, int n)
 {
 	return wake(addr, n, false);
@@ -173,6 +185,24 @@ int bb_sema_wake(void *addr, int n)
 bool bb_sema_wake_handoff(void *addr)
 {
 	return wake(addr, 1, true) == 1;
+}
+
+/* sysmon, when handlers' posts overflowed its ring (sysmon.c): every G
+ * parked in a semaphore-like wait whose word is not 0 wakes and looks
+ * again (a wake-up with nothing for it is one its waits allow: a
+ * semaphore's parks again, a barrier's looks at its round, an emulated
+ * futex wait returns 0) */
+static bool word_not_zero(bb_g *gp, void *arg)
+{
+	(void)arg;
+	return gp->waitreason == waitReasonSema &&
+	       atomic_load_explicit((_Atomic uint32_t *)gp->waitaddr, memory_order_relaxed) != 0;
+}
+
+void bb_sema_wake_nonzero(void)
+{
+	for (int i = 0; i < NBUCKETS; i++)
+		wake_matching(&table[i], word_not_zero, NULL, -1, false);
 }
 
 bool bb_sema_has_waiters(void *addr)

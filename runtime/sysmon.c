@@ -88,9 +88,12 @@ void bb_sigwatch_add(uint64_t sigs)
 static int kickfd = -1;
 static _Atomic bool sysmon_live; /* sysmon runs and polls kickfd */
 static _Atomic(bb_g *) sigready;
+#ifndef NSEMWAKE
 #define NSEMWAKE 1024
+#endif
 static _Atomic uintptr_t semwake[NSEMWAKE];
 static _Atomic uint32_t semwake_head, semwake_tail;
+static _Atomic bool semwake_lost; /* a post found the ring full */
 
 static void kick(void)
 {
@@ -111,16 +114,21 @@ bool bb_defer_ready(bb_g *gp)
 	return true;
 }
 
-/* one waiter of the semaphore word at addr woken, by sysmon; false: the
- * ring is full (or sysmon not running), do it yourself */
+/* one waiter of the semaphore word at addr woken, by sysmon; false: sysmon
+ * is not running, do it yourself */
 bool bb_defer_sema_wake(void *addr)
 {
 	if (!atomic_load(&sysmon_live))
 		return false;
 	uint32_t t = atomic_load(&semwake_tail);
 	do {
-		if (t - atomic_load(&semwake_head) >= NSEMWAKE)
-			return false;
+		if (t - atomic_load(&semwake_head) >= NSEMWAKE) {
+			/* full (sysmon kept off the CPU for as many posts): it
+			 * wakes every semaphore waiter that may have a token */
+			atomic_store(&semwake_lost, true);
+			kick();
+			return true;
+		}
 	} while (!atomic_compare_exchange_weak(&semwake_tail, &t, t + 1));
 	atomic_store_explicit(&semwake[t % NSEMWAKE], (uintptr_t)addr, memory_order_release);
 	kick();
@@ -187,6 +195,8 @@ void bb_sysmon_deferred_forkchild(void)
 		atomic_store(&semwake[h % NSEMWAKE], 0);
 	if (atomic_load(&semwake_head) != t)
 		atomic_store(&semwake_head, t);
+	if (atomic_load(&semwake_lost))
+		atomic_store(&semwake_lost, false);
 	if (atomic_load(&stashed)) { /* the parent's, as its pending signals */
 		for (int sig = 1; sig <= 64; sig++)
 			atomic_store(&stash_state[sig], 0);
@@ -217,6 +227,8 @@ static void run_deferred(void)
 		if (bb_sema_wake((void *)a, 1) == 0)
 			bb_futex((_Atomic uint32_t *)a, FUTEX_WAKE, 1, NULL);
 	}
+	if (atomic_load(&semwake_lost) && atomic_exchange(&semwake_lost, false))
+		bb_sema_wake_nonzero();
 }
 
 bool bb_own_fd(int fd)

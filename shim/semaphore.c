@@ -26,10 +26,9 @@
  *
  * sem_post is async-signal-safe: from a handler that the kernel ran over
  * bobbin's code (which may hold the queue's bucket lock on this very
- * thread) the wake-up goes through sysmon, in a ring of 1,024. Not done: with
- * that ring full (sysmon kept off the CPU for as many posts) such a post
- * wakes its waiter itself, and may spin for ever on a lock the code under
- * it holds.
+ * thread) the wake-up goes through sysmon, in a ring of 1,024; with that
+ * ring full (sysmon kept off the CPU for as many posts) sysmon wakes every
+ * semaphore waiter whose word is not 0 instead (runtime/sysmon.c).
  */
 #include "mutex.h"
 
