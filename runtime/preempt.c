@@ -141,9 +141,11 @@ static bool in_code(const struct range *tab, int n, uintptr_t pc)
 	return n == 0;
 }
 
-static bool in_libc(uintptr_t pc)
+/* a call made by the program's own syscall instruction: neither bobbin's
+ * nor glibc's */
+static bool programs_call(const struct bb_kcall *kc)
 {
-	return in_code(libc_ranges, nlibc, pc);
+	return !in_code(libc_ranges, nlibc, kc->pc) && !in_code(self_ranges, nself, kc->pc);
 }
 
 static int add_ranges(struct dl_phdr_info *info, size_t size, void *data)
@@ -348,7 +350,7 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	 * code (shim/signal.c marks it): the code under it may hold a wait
 	 * queue's lock, and a G switched away there left it held (a sem_post
 	 * of handler_sem_post spun on it for ever) */
-	if (running && mp->sigframe_fp != 0 && bb_sigframe_live(mp, sp)) {
+	if (running && bb_sigframe_live(mp, sp)) {
 		if (gp->preempt)
 			atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
 		return;
@@ -481,7 +483,7 @@ void bb_preemptone(bb_p *pp)
 		 * make one every few microseconds); it yields at its next
 		 * call into bobbin, or gives up its P asleep in one. */
 		struct bb_kcall kc;
-		if (bb_kernel_call(mp->tid, &kc) == 1 && !in_bobbin(kc.pc) && !in_libc(kc.pc)) {
+		if (bb_kernel_call(mp->tid, &kc) == 1 && programs_call(&kc)) {
 			note_rawcall(gp, &kc);
 			ask_detach(mp, &kc);
 			return;
@@ -574,7 +576,7 @@ static bool eintr_prone(long nr)
 /* a G found asleep in such a call the program made itself (not bobbin) */
 static void note_rawcall(bb_g *gp, const struct bb_kcall *kc)
 {
-	if (gp && eintr_prone(kc->nr) && !in_bobbin(kc->pc) && !in_libc(kc->pc))
+	if (gp && eintr_prone(kc->nr) && programs_call(kc))
 		gp->rawcalls = true;
 }
 

@@ -316,10 +316,9 @@ static void requeue_stashed(int sig)
 
 /* hand each kept signal to a G that takes it, once (the number read
  * first: one kept again meanwhile is at worst handed twice) */
-static bool route_stashed(void)
+static void route_stashed(void)
 {
 	uint64_t st = atomic_load(&stashed);
-	bool any = false;
 	while (st) {
 		uint64_t bit = st & -st;
 		st &= ~bit;
@@ -333,7 +332,6 @@ static bool route_stashed(void)
 			continue;
 		}
 		handed_seq[sig] = seq;
-		any = true;
 		atomic_fetch_or(&gp->procsig, bit);
 		handed = true;
 		bb_interrupt(gp, BB_WAKE_SIGNAL);
@@ -343,7 +341,6 @@ static bool route_stashed(void)
 		if (atomic_load(&gp->status) == Grunning && mp && mp->tid > 0 && bb_async_preempt)
 			bb_urg_send(mp->tid);
 	}
-	return any;
 }
 
 static void route_pending(void)
