@@ -22,10 +22,50 @@
  */
 #include "runtime.h"
 
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 _Atomic bool bb_cpuclock_on;
+
+/* The other counts of getrusage(RUSAGE_THREAD) are the OS thread's too,
+ * and a program that takes their difference across a stretch of work (fio
+ * prints each job's page faults and context switches so) got the faults of
+ * every green thread its OS threads ran meanwhile, or a negative number
+ * after a move to another OS thread. So once a program reads them, each M
+ * charges them like the CPU time: at every switch it reads its own counts
+ * (a second system call) and adds what grew to the G that ran. A G's
+ * context switches also count the ones bobbin made it take (g->sw_vol,
+ * g->sw_invol: its parks, and the preemptions and yields that let another
+ * thread run), which its OS thread never saw. */
+static _Atomic bool rusage_on;
+
+static void ru_now(bb_rucount *c)
+{
+	struct rusage r;
+	if (bb_sys(SYS_getrusage, RUSAGE_THREAD, &r, 0) != 0)
+		memset(&r, 0, sizeof r);
+	*c = (bb_rucount){ r.ru_minflt, r.ru_majflt, r.ru_inblock, r.ru_oublock, r.ru_nvcsw, r.ru_nivcsw };
+}
+
+/* mp's counts since mark go to its ru_g; next's stint starts */
+static void ru_edge(bb_m *mp, bb_g *next)
+{
+	bb_rucount now;
+	ru_now(&now);
+	bb_g *prev = mp->ru_g;
+	if (prev) {
+		prev->ru.minflt += now.minflt - mp->ru_mark.minflt;
+		prev->ru.majflt += now.majflt - mp->ru_mark.majflt;
+		prev->ru.inblock += now.inblock - mp->ru_mark.inblock;
+		prev->ru.oublock += now.oublock - mp->ru_mark.oublock;
+		prev->ru.nvcsw += now.nvcsw - mp->ru_mark.nvcsw;
+		prev->ru.nivcsw += now.nivcsw - mp->ru_mark.nivcsw;
+	}
+	mp->ru_mark = now;
+	mp->ru_g = next;
+}
 
 /* the kernel's clock id of one OS thread's CPU time (CPUCLOCK_SCHED,
  * per thread), as glibc's pthread_getcpuclockid makes it */
@@ -93,6 +133,33 @@ void bb_cpuclock_edge(bb_m *mp, bb_g *next)
 		start_stint(mp, next, now);
 	atomic_signal_fence(memory_order_seq_cst);
 	mp->cpu_writing = false;
+	if (atomic_load_explicit(&rusage_on, memory_order_relaxed))
+		ru_edge(mp, next);
+}
+
+/* ru holds the kernel's RUSAGE_THREAD of the calling G's OS thread, whose
+ * CPU time getrusage has already made the G's own: its other counts become
+ * the G's too. The first call turns the charging on: the caller counts
+ * from here (main from its OS thread's counts, exact while it was the
+ * only thread), the Gs on other Ms from their next switch. */
+void bb_rusage_fill(struct rusage *ru)
+{
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	bb_rucount k = { ru->ru_minflt, ru->ru_majflt, ru->ru_inblock, ru->ru_oublock, ru->ru_nvcsw, ru->ru_nivcsw };
+	if (mp->ru_g != gp) { /* the first call on this M since the charging began (or ever) */
+		if (!atomic_load_explicit(&rusage_on, memory_order_relaxed) && gp->is_main)
+			gp->ru = k;
+		mp->ru_g = gp;
+		mp->ru_mark = k;
+		atomic_store(&rusage_on, true);
+	}
+	ru->ru_minflt = gp->ru.minflt + (k.minflt - mp->ru_mark.minflt);
+	ru->ru_majflt = gp->ru.majflt + (k.majflt - mp->ru_mark.majflt);
+	ru->ru_inblock = gp->ru.inblock + (k.inblock - mp->ru_mark.inblock);
+	ru->ru_oublock = gp->ru.oublock + (k.oublock - mp->ru_mark.oublock);
+	ru->ru_nvcsw = gp->ru.nvcsw + (k.nvcsw - mp->ru_mark.nvcsw) + gp->sw_vol;
+	ru->ru_nivcsw = gp->ru.nivcsw + (k.nivcsw - mp->ru_mark.nivcsw) + gp->sw_invol;
 }
 
 /* Turn the accounting on, from a G (or at start-up, on the main G before
@@ -186,6 +253,12 @@ bb_g *bb_cpuclock_g(clockid_t clk, bool *ours)
  * starts again at 0 (the other Ms do not exist here) */
 void bb_cpuclock_forkchild(bb_m *mp, bb_g *self)
 {
+	/* and its other counts (a new kernel thread's are 0) */
+	self->sw_vol = self->sw_invol = 0;
+	self->ru = (bb_rucount){ 0 };
+	mp->ru_g = NULL;
+	if (atomic_load_explicit(&rusage_on, memory_order_relaxed))
+		ru_edge(mp, self);
 	if (!atomic_load_explicit(&bb_cpuclock_on, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&self->cpu_seq, 0, memory_order_relaxed);

@@ -865,6 +865,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	}
 	mp->waitunlockf = unlockf; /* read by park_m or park_post */
 	mp->waitarg = arg;
+	gp->sw_vol++; /* (a pinned park above blocks its OS thread, which counts it) */
 	bb_g *next = switch_target(mp);
 	if (next) {
 		bb_gswitch(&gp->ctx, &next->ctx, park_post, gp);
@@ -941,6 +942,7 @@ void bb_gopreempt(void)
 	bb_reattach();
 	bb_m *mp = bb_getm();
 	atomic_store_explicit(&mp->curg->preempt, false, memory_order_relaxed);
+	mp->curg->sw_invol++;
 	mcall(gosched_m);
 }
 
@@ -987,11 +989,13 @@ bool bb_gosched(void)
 		bb_g *next = direct_next(mp, pp, &inherit);
 		if (next) {
 			bb_g *gp = mp->curg;
+			gp->sw_invol++;
 			take_g(mp, next, inherit);
 			bb_gswitch(&gp->ctx, &next->ctx, yield_post, gp);
 			return true;
 		}
 	}
+	mp->curg->sw_invol++;
 	mcall(gosched_m);
 	return true;
 }
@@ -1400,6 +1404,8 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->creator = mp->curg->goid;
 	atomic_store_explicit(&gp->cpu_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&gp->cpu_m, NULL, memory_order_relaxed);
+	gp->sw_vol = gp->sw_invol = 0;
+	gp->ru = (bb_rucount){ 0 };
 	gp->schedpolicy = attr->schedpolicy;
 	gp->schedprio = attr->schedprio;
 	/* kernel state of its own (attributes of pthread_create): taken with

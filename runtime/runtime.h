@@ -118,6 +118,11 @@ typedef struct bb_timerslot {
 	bb_timer *t;
 } bb_timerslot;
 
+/* the counts of getrusage(RUSAGE_THREAD) besides CPU time (cpuclock.c) */
+typedef struct bb_rucount {
+	long minflt, majflt, inblock, oublock, nvcsw, nivcsw;
+} bb_rucount;
+
 #define BB_G_MAGIC 0x62626f62u /* "bbob" */
 
 struct bb_g {
@@ -235,6 +240,14 @@ struct bb_g {
 	_Atomic uint64_t cpu_ns;   /* CPU time of the stints that ended */
 	_Atomic uint64_t cpu_mark; /* cpu_m's thread CPU clock when this stint began */
 	_Atomic(bb_m *) cpu_m;     /* the M charging it now, NULL off an M */
+	/* the rest of getrusage(RUSAGE_THREAD) (cpuclock.c), read by the G
+	 * itself only: the switches bobbin made it take (a park is a voluntary
+	 * one, a preemption or a yield that let another run an involuntary
+	 * one; always counted), and once a program has asked, what the kernel
+	 * counted on its Ms while it ran (faults, blocks, the Ms' own
+	 * switches), charged at every switch */
+	uint32_t sw_vol, sw_invol;
+	bb_rucount ru;
 	struct _Unwind_Exception exit_exc; /* pthread_exit's forced unwind */
 };
 _Static_assert(offsetof(bb_g, ctx) == 0, "asm reads g->ctx at 0");
@@ -296,6 +309,8 @@ struct bb_m {
 	bb_p *nextp;              /* P handed over by startm, taken at wake-up */
 	bb_g *cpu_g;              /* the G its CPU time goes to (cpuclock.c): owner only */
 	bool cpu_writing;         /* bb_cpuclock_edge is updating a G: owner only */
+	bb_g *ru_g;               /* the G its rusage counts go to (cpuclock.c): owner only */
+	bb_rucount ru_mark;       /* its OS thread's counts when ru_g's stint began */
 	int64_t id;
 	bool spinning;            /* looking for work; counted in sched.nmspinning */
 	bool runs_next;           /* on g0, about to take its P's next G itself (runs timers) */
@@ -472,6 +487,8 @@ bool bb_cpuclock_enable(void);
 uint64_t bb_cpuclock_read(bb_g *gp);
 uint64_t bb_thread_cpu_ns(pid_t tid);
 void bb_cpuclock_forkchild(bb_m *mp, bb_g *self);
+struct rusage;
+void bb_rusage_fill(struct rusage *ru); /* on a G, over its OS thread's RUSAGE_THREAD */
 clockid_t bb_cpuclock_id(const bb_g *gp);
 bb_g *bb_cpuclock_g(clockid_t clk, bool *ours);
 /* at every switch on an M: a load and a branch while no clock was asked for */

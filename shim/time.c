@@ -306,8 +306,9 @@ BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
 }
 
 /* RUSAGE_THREAD of a green thread: its CPU time, split between user and
- * system time as its OS thread's is split (the kernel counts the OS thread;
- * the other fields are that OS thread's) */
+ * system time as its OS thread's is split (the kernel counts the OS
+ * thread), and its own faults, blocks and context switches
+ * (bb_rusage_fill); ru_maxrss stays the process's, as the kernel gives it */
 BB_EXPORT int getrusage(int who, struct rusage *ru)
 {
 	long r = bb_sys(SYS_getrusage, who, ru, 0);
@@ -326,5 +327,6 @@ BB_EXPORT int getrusage(int who, struct rusage *ru)
 	ru->ru_utime.tv_usec = (suseconds_t)(gu % 1000000u);
 	ru->ru_stime.tv_sec = (time_t)(gs / 1000000u);
 	ru->ru_stime.tv_usec = (suseconds_t)(gs % 1000000u);
+	bb_rusage_fill(ru);
 	return 0;
 }
