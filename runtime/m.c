@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -47,11 +48,14 @@ bb_m *bb_allocm(void)
 	return mp;
 }
 
+static void m_take_start(void);
+
 void bb_m_on_thread_start(bb_m *mp)
 {
 	bb_setgsbase((uintptr_t)mp);
 	bb_tls_m = true;
-	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
+	atomic_store((_Atomic pid_t *)&mp->tid, (pid_t)bb_sys(SYS_gettid, 0, 0, 0));
+	m_take_start();
 	/* the program's timer slack, which a thread made by sysmon (whose own
 	 * is 1 µs) would not inherit: the timeouts of the program's calls,
 	 * and a child it forks, keep the precision they have natively */
@@ -129,10 +133,14 @@ static void wrap_setxid_once(void)
  * to a template thread for the same reason). */
 static int start_policy = -1;
 static struct sched_param start_param;
+static _Atomic long start_nice = -100, start_ioprio = -1; /* -100, -1: unknown */
 
 /* after bb_initial_affinity is read (bb_sched_init) */
 void bb_m_kstate_init(void)
 {
+	long nice = bb_sys(SYS_getpriority, PRIO_PROCESS, 0, 0); /* 20 - nice */
+	start_nice = nice > 0 ? 20 - nice : -100;
+	start_ioprio = bb_sys(SYS_ioprio_get, 1, 0, 0);
 	start_policy = sched_getscheduler(0);
 	if (sched_getparam(0, &start_param) != 0)
 		start_policy = -1;
@@ -144,6 +152,44 @@ void bb_m_reset_sched(void)
 {
 	if (start_policy >= 0)
 		bb_rawsyscall6(SYS_sched_setscheduler, 0, start_policy, (long)&start_param, 0, 0, 0);
+	/* (lowering a nice value back may need a privilege the program has
+	 * not got: then that OS thread keeps it) */
+	if (start_nice != -100)
+		bb_sys(SYS_setpriority, PRIO_PROCESS, 0, start_nice);
+	if (start_ioprio >= 0)
+		bb_sys(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, start_ioprio);
+}
+
+/* The process's only thread changed its nice value or I/O priority
+ * (SYS_setpriority or SYS_ioprio_set, which, value): every other M takes it
+ * too, and it is the one a thread gets back (bb_m_reset_sched). Ms whose
+ * OS thread has ended have tid 0. */
+void bb_m_each_tid(long nr, long which, long value)
+{
+	/* first, against an M starting meanwhile: it stores its tid, then
+	 * reads these (m_take_start); one of the two sees the other */
+	if (nr == SYS_setpriority)
+		atomic_store(&start_nice, value);
+	else
+		atomic_store(&start_ioprio, value);
+	int32_t n = atomic_load(&bb_nallm);
+	bb_m *self = bb_self_m();
+	for (int32_t i = 0; i < n && i < BB_ALLM_MAX; i++) {
+		bb_m *mp = bb_allm[i];
+		if (mp && mp != self && mp->tid > 0)
+			bb_sys(nr, which, mp->tid, value);
+	}
+}
+
+/* a new M's OS thread takes the process's nice value and I/O priority
+ * (bb_m_each_tid), which the thread that made it may not have had yet */
+static void m_take_start(void)
+{
+	long nice = atomic_load(&start_nice), io = atomic_load(&start_ioprio);
+	if (nice != -100 && 20 - bb_sys(SYS_getpriority, PRIO_PROCESS, 0, 0) != nice)
+		bb_sys(SYS_setpriority, PRIO_PROCESS, 0, nice);
+	if (io >= 0 && bb_sys(SYS_ioprio_get, 1, 0, 0) != io)
+		bb_sys(SYS_ioprio_set, 1, 0, io);
 }
 
 /* whether a thread with this policy needs an OS thread of its own: not if
@@ -185,6 +231,9 @@ int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
 	return err;
 }
 
+static _Atomic(bb_m *) newmq;
+static int start_m(bb_m *mp);
+
 /* Start an OS thread for a new M that will run with pp. Returns 0 or an errno. */
 int bb_newm(bb_p *pp, bool spinning)
 {
@@ -200,13 +249,50 @@ int bb_newm(bb_p *pp, bool spinning)
 		return EAGAIN;
 	mp->nextp = pp;
 	mp->spinning = spinning;
-	/* mstart takes a mask once its gs base is set (a handler may look at the M) */
-	int err = bb_start_os_thread(mstart, mp, 256 * 1024);
-	if (err != 0) {
-		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
-		free(mp);
-	} else {
-		wrap_setxid_once();
+	bb_m *self = bb_self_m();
+	if (self && self->kdirty && bb_sysmon_runs()) {
+		/* a new thread would inherit what a locked G set on ours
+		 * (sysmon empties the list after every nap, kicked or not) */
+		bb_m *head = atomic_load(&newmq);
+		do
+			mp->newmlink = head;
+		while (!atomic_compare_exchange_weak(&newmq, &head, mp));
+		bb_sysmon_kick();
+		return 0;
 	}
+	return start_m(mp);
+}
+
+/* Ms to start from sysmon's thread, which has the state the process
+ * started with: a G that changes its own thread's nice value, I/O priority
+ * or namespaces stays on its M (a locked one), and threads that M made
+ * would inherit them (a background thread's lowered priority became other
+ * threads'). sysmon is started before the first such change. */
+
+/* mstart takes a mask once its gs base is set (a handler may look at the M) */
+static int start_m(bb_m *mp)
+{
+	int err = bb_start_os_thread(mstart, mp, 256 * 1024);
+	if (err != 0) /* (mp stays in bb_allm, unused: Ms are never freed) */
+		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
+	else
+		wrap_setxid_once();
 	return err;
+}
+
+void bb_start_queued_ms(void)
+{
+	bb_m *mp = atomic_exchange(&newmq, NULL);
+	while (mp) {
+		bb_m *next = mp->newmlink;
+		if (start_m(mp) != 0)
+			bb_startm_failed(mp->nextp, mp->spinning);
+		mp = next;
+	}
+}
+
+void bb_kstate_begin(void)
+{
+	bb_sysmon_ensure();
+	bb_lock_os_thread();
 }

@@ -278,6 +278,17 @@ void bb_stopm(void)
 	mp->nextp = NULL;
 }
 
+/* no OS thread to be had for pp: the work stays queued for the Ms that
+ * exist, and the P goes back to the idle list */
+void bb_startm_failed(bb_p *pp, bool spinning)
+{
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_pidleput(pp);
+	bb_lock_release(&bb_sched_.lock);
+	if (spinning)
+		atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
+}
+
 /* Run some M on pp (or on an idle P if pp is NULL). spinning: the caller
  * already counted the new M in nmspinning. */
 void bb_startm(bb_p *pp, bool spinning)
@@ -312,15 +323,8 @@ void bb_startm(bb_p *pp, bool spinning)
 		int saved = errno;
 		int err = bb_newm(pp, spinning);
 		errno = saved;
-		if (err != 0) {
-			/* no OS thread to be had: the work stays queued for the Ms
-			 * that exist, and the P goes back to the idle list */
-			bb_lock_acquire(&bb_sched_.lock);
-			bb_pidleput(pp);
-			bb_lock_release(&bb_sched_.lock);
-			if (spinning)
-				atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
-		}
+		if (err != 0)
+			bb_startm_failed(pp, spinning);
 		return;
 	}
 	bb_lock_release(&bb_sched_.lock);
@@ -1169,6 +1173,7 @@ static void goexit0(bb_g *gp)
 		if (mp->id != 0 && bb_mexit_hook) {
 			bb_handoffp(releasep());
 			atomic_fetch_sub(&bb_sched_.mcount, 1);
+			mp->tid = 0; /* (a kernel id another thread may get) */
 			bb_mexit_hook();
 		}
 		/* the initial thread cannot end: give it back its affinity,

@@ -342,6 +342,11 @@ struct bb_m {
 	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	bool dropping;            /* counted in sched.nmdropping: sched.lock */
+	/* its OS thread has kernel state a locked G gave it that a thread it
+	 * creates would inherit (a nice value, an I/O priority, namespaces):
+	 * it makes no Ms itself, sysmon does (bb_newm). Owner M */
+	bool kdirty;
+	bb_m *newmlink;           /* on sysmon's list of Ms to start (bb_newm) */
 	void *waitarg;
 	_Atomic uint64_t sigs_run; /* program's handlers the kernel ran here (sysmon reads) */
 };
@@ -479,6 +484,7 @@ void bb_adopt_kstate(bb_m *mp, bb_g *gp);
 void bb_m_kstate_init(void); /* m.c: the start state new OS threads get */
 bool bb_sched_is_start(int policy, int prio);
 void bb_m_reset_sched(void);
+void bb_m_each_tid(long nr, long which, long value);
 
 /* ---- cpuclock.c ---- */
 extern _Atomic bool bb_cpuclock_on;
@@ -583,6 +589,11 @@ extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
+void bb_kstate_begin(void);   /* on a G about to give its OS thread such state */
+void bb_start_queued_ms(void); /* sysmon: start the Ms bb_newm left to it */
+bool bb_sysmon_runs(void);     /* sysmon's thread was started */
+void bb_sysmon_kick(void);
+void bb_startm_failed(bb_p *pp, bool spinning); /* proc.c: no OS thread for pp */
 void bb_stopm(void);
 void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with a P */
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);

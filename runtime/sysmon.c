@@ -101,6 +101,20 @@ static void kick(void)
 	bb_rawsyscall6(SYS_write, kickfd, (long)&one, sizeof one, 0, 0, 0);
 }
 
+/* sysmon's thread runs (it looks at its work at least every 10 ms, at
+ * once when kicked) */
+static _Atomic bool sysmon_runs;
+
+bool bb_sysmon_runs(void)
+{
+	return atomic_load(&sysmon_runs);
+}
+
+void bb_sysmon_kick(void)
+{
+	kick();
+}
+
 /* gp (already Grunnable) to a run queue, by sysmon; false: do it yourself */
 bool bb_defer_ready(bb_g *gp)
 {
@@ -773,6 +787,7 @@ static void *sysmon(void *arg)
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
+		bb_start_queued_ms();
 		int64_t now = bb_nanotime();
 		int n = retake(now);
 		bb_stack_trim(now); /* stacks unused for a second or two: unmapped */
@@ -864,4 +879,5 @@ void bb_sysmon_start(void)
 	 * code meanwhile woke directly and spun for ever on the wait-queue
 	 * lock that code held on the same thread (handler_sem_post at P=1) */
 	atomic_store(&sysmon_live, kickfd >= 0);
+	atomic_store(&sysmon_runs, true);
 }

@@ -273,6 +273,99 @@ BB_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
 	return real(pid, size, set);
 }
 
+/* ---- a thread's nice value and I/O priority ----
+ *
+ * On Linux both belong to the kernel thread: setpriority(PRIO_PROCESS, 0)
+ * (and nice, which glibc builds on it without going through the interposed
+ * name) and ioprio_set(IOPRIO_WHO_PROCESS, 0) change the calling thread
+ * only, as a database lowers its compaction threads. On a green thread they
+ * changed its OS thread, which then ran other threads at that priority
+ * while the caller went on elsewhere without it. As for sched_setaffinity,
+ * the thread now stays on its OS thread from then on (locked before the
+ * call, so that it cannot move between the change and the lock; let go
+ * again if the call failed), and the caller's own id means "this thread". */
+static int own_thread_call(long nr, long a1, long a2, long a3)
+{
+	long r;
+	if (bb_alone()) {
+		/* the process's only thread: natively every thread it makes
+		 * from now on inherits the change (nice(10) at start-up), so
+		 * every M takes it (they may run any thread) */
+		r = bb_sys(nr, a1, 0, a3);
+		if (r == 0)
+			bb_m_each_tid(nr, a1, a3);
+	} else {
+		bb_kstate_begin();
+		r = bb_sys(nr, a1, 0, a3);
+		if (r == 0)
+			bb_getm()->kdirty = true;
+		else
+			bb_unlock_os_thread();
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return (int)r;
+}
+
+BB_EXPORT int setpriority(__priority_which_t which, id_t who, int prio)
+{
+	if (bb_on_g() && which == PRIO_PROCESS && own_tid((pid_t)who))
+		return own_thread_call(SYS_setpriority, PRIO_PROCESS, 0, prio);
+	long r = bb_sys(SYS_setpriority, which, who, prio);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 0;
+}
+
+BB_EXPORT int getpriority(__priority_which_t which, id_t who)
+{
+	if (bb_on_g() && which == PRIO_PROCESS && own_tid((pid_t)who))
+		who = 0;
+	/* the system call answers 20 - nice, never negative */
+	long r = bb_sys(SYS_getpriority, which, who, 0);
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return 20 - (int)r;
+}
+
+/* nice: the caller's nice value plus inc, the new value returned (-1 with
+ * errno for an error; EPERM where the kernel says EACCES), as glibc's */
+BB_EXPORT int nice(int inc)
+{
+	int saved = errno;
+	errno = 0;
+	int cur = getpriority(PRIO_PROCESS, 0);
+	if (cur == -1 && errno != 0)
+		return -1;
+	errno = saved;
+	if (setpriority(PRIO_PROCESS, 0, cur + inc) != 0) {
+		if (errno == EACCES)
+			errno = EPERM;
+		return -1;
+	}
+	return getpriority(PRIO_PROCESS, 0);
+}
+
+/* syscall(SYS_ioprio_set or _get, IOPRIO_WHO_PROCESS, who, ...) from a
+ * green thread, true with *r when the call names the caller itself */
+bool bb_own_ioprio(long *r, long nr, long which, long who, long prio)
+{
+	if (!bb_on_g() || which != 1 /* IOPRIO_WHO_PROCESS */ || !own_tid((pid_t)who))
+		return false;
+	*r = nr == SYS_ioprio_set ? own_thread_call(nr, which, 0, prio) : bb_sys(nr, which, 0, 0);
+	if (nr != SYS_ioprio_set && *r < 0) {
+		errno = (int)-*r;
+		*r = -1;
+	}
+	return true;
+}
+
 struct sched_arg {
 	int policy, prio;
 };
@@ -383,15 +476,20 @@ BB_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 	return pthread_setschedparam(th, gp->schedpolicy, &sp);
 }
 
+/* namespaces: the caller stays on its OS thread, which makes no thread
+ * of its own from then on (bb_newm: they would inherit them) */
 #define LOCKING_WRAP(ret, name, params, args)                     \
 	BB_EXPORT ret name params                                  \
 	{                                                          \
 		static ret(*real) params;                          \
 		if (real == NULL)                                  \
 			real = (ret(*) params)next(#name);         \
-		if (bb_on_g())                                     \
-			bb_lock_os_thread();                       \
-		return real args;                                  \
+		if (!bb_on_g())                                    \
+			return real args;                          \
+		bb_kstate_begin();                                 \
+		ret r = real args;                                 \
+		bb_getm()->kdirty = true;                          \
+		return r;                                          \
 	}
 
 LOCKING_WRAP(int, setns, (int fd, int nstype), (fd, nstype))

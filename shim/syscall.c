@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <sys/sendfile.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,6 +204,11 @@ BB_EXPORT long syscall(long n, ...)
 		gp->clear_tid = own ? NULL : (_Atomic uint32_t *)a1;
 		return gettid();
 	}
+	long own;
+	if ((n == SYS_ioprio_set || n == SYS_ioprio_get) && bb_own_ioprio(&own, n, a1, a2, a3))
+		return own;
+	if (n == SYS_setpriority)
+		return setpriority((__priority_which_t)a1, (id_t)a2, (int)a3);
 	if (n == SYS_tgkill || n == SYS_tkill) {
 		int err = n == SYS_tgkill ? bb_tid_kill((pid_t)a1, (pid_t)a2, (int)a3)
 					  : bb_tid_kill(-1, (pid_t)a1, (int)a2);
