@@ -21,6 +21,8 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -221,10 +223,25 @@ static void poll_timeout(void *arg, uintptr_t seq)
 
 /* Register fd in the epoll set if it is not yet. pd->lock held.
  * 0, EBADF, or EPERM (a file epoll cannot watch: always ready). */
+_Atomic uint64_t bb_sigfd_sigs;
+
+static bool is_signalfd(int fd)
+{
+	char path[40], link[32];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	long n = bb_rawsyscall6(SYS_readlinkat, AT_FDCWD, (long)path, (long)link, sizeof link - 1, 0, 0);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[signalfd]") == 0;
+}
+
 static int ensure_registered(bb_pd *pd)
 {
 	if (pd->registered)
 		return 0;
+	if (atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed) && is_signalfd(pd->fd))
+		return EPERM; /* the caller waits in the kernel, on its own thread */
 	struct epoll_event e = {
 		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
 		.data.u64 = (uint64_t)(uint32_t)pd->fd | (uint64_t)pd->seq << 32,

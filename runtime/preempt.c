@@ -43,7 +43,7 @@ void (*bb_async_cancel_hook)(void);
 
 void bb_asyncpreempt(void);
 
-enum { ASYNC_PREEMPT = 1, ASYNC_SIGNAL = 2 }; /* gp->async_why */
+enum { ASYNC_PREEMPT = 1, ASYNC_SIGNAL = 2, ASYNC_NATIVE = 4 }; /* gp->async_why */
 
 /* The code of every loaded object, found at start-up and again after each
  * dlopen: the program's (preemptible) and the excluded ones (libc, ld.so,
@@ -203,6 +203,16 @@ bool bb_pc_in_bobbin(uintptr_t pc)
 	return in_bobbin(pc);
 }
 
+/* pc is in code that may hold a lock a switch of its G must not carry
+ * away (glibc's malloc arenas, ld.so's): glibc's, ld.so's, those that
+ * BOBBIN_NOPREEMPT names, bobbin's; never preempted. A program's handler
+ * that runs over it runs as the kernel would run it there, without
+ * switching its G (shim/signal.c, bb_asyncpreempt2) */
+bool bb_pc_lockable(uintptr_t pc)
+{
+	return !safe_pc(pc);
+}
+
 /* A stuck M (blocked in the kernel in code bobbin cannot see, e.g. glibc's
  * own write inside fwrite) gives up its P from its own thread: the handler
  * runs on that M, so nothing else of the M can be using the P meanwhile.
@@ -357,8 +367,15 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	}
 	if (running && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
 	    bb_sigpoke_hook &&
-	    !in_bobbin(pc) && !bb_rt_live(gp, sp))
+	    !in_bobbin(pc) && !bb_rt_live(gp, sp)) {
 		why |= ASYNC_SIGNAL;
+		/* over glibc's code (inside malloc, holding an arena's lock):
+		 * the handler must not switch the G away (a fork's prepare
+		 * handler waited for that lock for ever, Node's SIGCHLD
+		 * handler calling read over malloc) */
+		if (!safe_pc(pc) || gp->libclocks > 0)
+			why |= ASYNC_NATIVE;
+	}
 	/* preemption, or an asynchronous pthread_cancel (it takes the same way
 	 * out: bb_asyncpreempt2 acts on it), only at a safe point */
 	if (running && (gp->preempt || (bb_async_cancel_hook && bb_async_cancel_due(gp)))) {
@@ -395,9 +412,23 @@ void bb_asyncpreempt2(void)
 	unsigned why = gp->async_why;
 	gp->async_why = 0;
 	/* the program's handlers for pthread_kill, with every register of
-	 * the code they interrupted saved below */
-	if (why & ASYNC_SIGNAL)
+	 * the code they interrupted saved below. Over code that may hold a
+	 * lock, as the kernel's trampoline runs a handler over bobbin's code:
+	 * this frame marks the M, and the handler's calls run natively */
+	if (why & ASYNC_NATIVE) {
+		bb_m *mp = bb_getm();
+		uintptr_t ofp = mp->sigframe_fp, ora = mp->sigframe_ra;
+		mp->sigframe_ra = (uintptr_t)__builtin_return_address(0);
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->sigframe_fp = (uintptr_t)__builtin_frame_address(0);
+		atomic_signal_fence(memory_order_seq_cst);
 		bb_sigpoke_hook();
+		atomic_signal_fence(memory_order_seq_cst);
+		mp->sigframe_fp = ofp;
+		mp->sigframe_ra = ora;
+	} else if (why & ASYNC_SIGNAL) {
+		bb_sigpoke_hook();
+	}
 	if (!(why & ASYNC_PREEMPT))
 		return;
 	/* cancelled asynchronously: glibc unwinds from here, through
@@ -503,14 +534,8 @@ char bb_thread_state(pid_t tid)
 {
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
-	if (fd < 0)
+	if (bb_read_small(path, buf, sizeof buf) < 0)
 		return 0;
-	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
-	bb_sys(SYS_close, fd, 0, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	char *paren = strrchr(buf, ')'); /* the name may hold spaces */
 	if (paren == NULL || paren[1] != ' ')
 		return 0;
@@ -525,14 +550,8 @@ int bb_kernel_call(pid_t tid, struct bb_kcall *kc)
 {
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-	int fd = (int)bb_sys(SYS_open, path, 0 /* O_RDONLY */, 0);
-	if (fd < 0)
+	if (bb_read_small(path, buf, sizeof buf) < 0)
 		return -1;
-	long n = bb_sys(SYS_read, fd, buf, sizeof buf - 1);
-	bb_sys(SYS_close, fd, 0, 0);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	if (strncmp(buf, "running", 7) == 0)
 		return 0;
 	char *end;

@@ -213,6 +213,7 @@ struct bb_g {
 	bool sig_eintr;      /* a handler without SA_RESTART ran while it waited */
 	bool sig_ran;        /* a handler ran (sleeps end with EINTR whatever SA_RESTART) */
 	bool sig_ignored;    /* a pthread_kill'ed signal was ignored: a sleep it woke goes on */
+	bool sigfd_locked;   /* locked to its M by bb_sigfd_lend (shim/signal.c) */
 	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	/* the outermost frame of bobbin code on this G's stack: its frame
@@ -456,6 +457,7 @@ void bb_lock_release(bb_lock *l);
 void bb_notesleep(bb_note *n);
 void bb_notewakeup(bb_note *n);
 static inline void bb_noteclear(bb_note *n) { atomic_store_explicit(&n->key, 0, memory_order_relaxed); }
+long bb_read_small(const char *path, char *buf, size_t size);
 long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts);
 extern int (*bb_clock_gettime)(clockid_t, struct timespec *);
 int64_t bb_nanotime(void);
@@ -607,6 +609,7 @@ extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), vo
  * the program's: shim/signal.c) */
 int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 bool bb_pc_in_bobbin(uintptr_t pc); /* pc is in bobbin's own code (preempt.c) */
+bool bb_pc_lockable(uintptr_t pc); /* code a G must not be switched away in (preempt.c) */
 void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
@@ -716,6 +719,10 @@ static inline bool bb_pd_waits_for_program(bb_pd *pd)
 	return pd && pd->known && BB_PD_FORCED(pd) && !BB_PD_UNB(pd);
 }
 enum { BB_FD_OTHER, BB_FD_SOCKET, BB_FD_PIPE, BB_FD_POLLABLE, BB_FD_FILE };
+/* the signals of every mask the program gave signalfd (shim/signal.c):
+ * while it is not 0, a signalfd is never watched by the poller, whose
+ * thread's pending signals it would show instead of the waiter's */
+extern _Atomic uint64_t bb_sigfd_sigs;
 extern int bb_epfd, bb_breakfd;
 void bb_netpoll_kick(int fd, uint32_t seq, int mode);
 void bb_netpoll_link_peers(int fd0, int fd1);

@@ -80,6 +80,21 @@ static void write_all(const char *buf, size_t n)
 	}
 }
 
+/* a small file (of /proc) read whole into buf, NUL-terminated, with raw
+ * system calls (from a handler, sysmon, a G): its length, or -1 */
+long bb_read_small(const char *path, char *buf, size_t size)
+{
+	long fd = bb_rawsyscall6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+	if (fd < 0)
+		return -1;
+	long n = bb_rawsyscall6(SYS_read, fd, (long)buf, (long)size - 1, 0, 0, 0);
+	bb_rawsyscall6(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 void bb_printf(const char *fmt, ...)
 {
 	char buf[1024];

@@ -330,6 +330,8 @@ BB_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
 	if (real == NULL)
 		real = (int (*)(int, const sigset_t *, int))dlsym(RTLD_NEXT, "signalfd");
 	int r = real(fd, mask, flags);
+	if (r >= 0 && mask)
+		bb_sigfd_add(mask);
 	return fd == -1 ? newfd(r) : r; /* else the same file, a new mask */
 }
 

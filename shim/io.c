@@ -49,7 +49,7 @@ typedef struct ioreq {
 static ssize_t blocking_call(ioreq *r)
 {
 	bb_entersyscall();
-	ssize_t n = r->call(r, false);
+	ssize_t n = BB_SIGFD_CALL(ssize_t, r->call(r, false)); /* (a signalfd is such a file) */
 	int e = errno;
 	bb_exitsyscall();
 	errno = e;

@@ -88,7 +88,7 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 	int saved = errno;
 	for (;;) {
 		bb_testcancel();
-		int r = BB_NOWAIT(int, REAL(poll)(fds, n, 0));
+		int r = BB_NOWAIT(int, BB_SIGFD_CALL(int, REAL(poll)(fds, n, 0)));
 		if (r != 0)
 			return r;
 		if (deadline != 0 && bb_nanotime() >= deadline)
@@ -98,13 +98,13 @@ static int poll_until(struct pollfd *fds, nfds_t n, int64_t deadline)
 		if (handler_ran())
 			return -1;
 		if (err == ETIMEDOUT) {
-			r = BB_NOWAIT(int, REAL(poll)(fds, n, 0));
+			r = BB_NOWAIT(int, BB_SIGFD_CALL(int, REAL(poll)(fds, n, 0)));
 			if (r >= 0)
 				errno = saved;
 			return r;
 		}
 		if (err == EPERM)
-			WAIT_IN_SYSCALL(REAL(poll)(fds, n, left_ms(deadline)));
+			WAIT_IN_SYSCALL(BB_SIGFD_CALL(int, REAL(poll)(fds, n, left_ms(deadline))));
 	}
 }
 
@@ -148,7 +148,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 	for (;;) {
 		bb_testcancel();
 		struct timeval zero = {0, 0};
-		int k = BB_NOWAIT(int, REAL(select)(nfds, r, w, e, &zero));
+		int k = BB_NOWAIT(int, BB_SIGFD_CALL(int, REAL(select)(nfds, r, w, e, &zero)));
 		if (k != 0)
 			return k;
 		if (deadline != 0 && bb_nanotime() >= deadline)
@@ -189,7 +189,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 			*e = e0;
 		if (err == ETIMEDOUT) {
 			struct timeval z = {0, 0};
-			k = BB_NOWAIT(int, REAL(select)(nfds, r, w, e, &z));
+			k = BB_NOWAIT(int, BB_SIGFD_CALL(int, REAL(select)(nfds, r, w, e, &z)));
 			if (k >= 0)
 				errno = saved;
 			return k;
@@ -197,7 +197,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 		if (err == EPERM) {
 			int ms = left_ms(deadline);
 			struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-			WAIT_IN_SYSCALL(REAL(select)(nfds, r, w, e, ms < 0 ? NULL : &tv));
+			WAIT_IN_SYSCALL(BB_SIGFD_CALL(int, REAL(select)(nfds, r, w, e, ms < 0 ? NULL : &tv)));
 		}
 	}
 }

@@ -263,6 +263,51 @@ static inline void bb_testcancel(void)
  * lets in; true if one ran */
 bool bb_run_own_signals_under(uint64_t mask);
 
+/* signals sent to this thread, lent to its OS thread around a call that
+ * may read or poll a signalfd (shim/signal.c) */
+void bb_sigfd_add(const sigset_t *mask);
+typedef struct bb_sigfd_state {
+	bool on, lent;
+	bb_m *m;
+	uint64_t runs;
+} bb_sigfd_state;
+void bb_sigfd_begin_slow(bb_sigfd_state *st);
+bool bb_sigfd_again_slow(bb_sigfd_state *st, bool failed);
+/* on a G's own stack, running or in a system call (bb_on_g says no to
+ * the latter), outside a handler that runs natively */
+static inline bool bb_sigfd_on_g(uintptr_t fp)
+{
+	if (!bb_active || !bb_tls_m)
+		return false;
+	bb_m *mp = bb_getm();
+	bb_g *gp = mp->curg;
+	return gp != NULL && fp >= gp->stack_lo && fp < gp->stack_hi &&
+	       !(mp->sigframe_fp != 0 && bb_sig_native_live(mp, gp, fp));
+}
+static inline void bb_sigfd_begin(bb_sigfd_state *st)
+{
+	st->on = __builtin_expect(atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed) != 0, 0) &&
+		 bb_sigfd_on_g((uintptr_t)__builtin_frame_address(0));
+	if (st->on)
+		bb_sigfd_begin_slow(st);
+}
+/* after the call: take back what it left; true to make it again (it
+ * failed with EINTR because a signal was sent to the thread as it began) */
+static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
+{
+	return st->on && bb_sigfd_again_slow(st, failed);
+}
+#define BB_SIGFD_CALL(type, call)                                   \
+	({                                                          \
+		type sc_;                                           \
+		bb_sigfd_state ss_;                                 \
+		bb_sigfd_begin(&ss_);                               \
+		do                                                  \
+			sc_ = (call);                               \
+		while (bb_sigfd_again(&ss_, sc_ < 0));              \
+		sc_;                                                \
+	})
+
 /* A call that waits in the kernel under a mask of its own (sigsuspend,
  * ppoll, pselect, epoll_pwait with a mask), inside entersyscall. The kernel
  * never had what pthread_kill left pending in bobbin: what the mask lets in

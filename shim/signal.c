@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,12 +562,20 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		atomic_store_explicit(&mp->sigs_run,
 				      atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
-	/* the G's own handler: on its stack, over the program's code */
+	/* the G's own handler: on its stack, over the program's code. Not over
+	 * glibc's: that code may hold one of glibc's locks (a malloc arena's),
+	 * and a G switched away inside the handler (a preemption, a wait in an
+	 * interposed call) kept it while the thread that needed it waited in
+	 * the kernel: a fork's prepare handlers, which run after bobbin's has
+	 * taken the scheduler's lock, waited for ever (Node's worker threads
+	 * spawning children while SIGCHLD's handler ran over malloc) */
 	bool own = false;
 	if (gp && fp >= gp->stack_lo && fp < gp->stack_hi) {
 		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 		uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-		own = !bb_pc_in_bobbin(pc) && !bb_rt_live(gp, sp) && !bb_sig_native_live(mp, gp, sp);
+		own = !bb_pc_in_bobbin(pc) && !bb_pc_lockable(pc) && gp->libclocks == 0 &&
+		      !bb_rt_live(gp, sp) &&
+		      !bb_sig_native_live(mp, gp, sp);
 	}
 	if (!own && mp && keep_for_sysmon(mp, gp, sig, si))
 		return;
@@ -914,7 +923,23 @@ void bb_signal_guard_existing(void)
  * woken to run it. */
 static void post_signal(bb_g *gp, uint32_t st, int sig)
 {
-	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+	uint64_t bit = BB_SIGBIT(sig);
+	atomic_fetch_or(&gp->sigpending, bit);
+	if ((bit & atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed) &
+	     __atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED)) &&
+	    gp->nsigq == 0 && atomic_load(&gp->status) == Gsyscall) {
+		/* it went into a system call since the caller looked, and may
+		 * wait on a signalfd there, which sees only its OS thread's
+		 * signals: unless its lend (bb_sigfd_begin) took it, the signal
+		 * goes to that thread as pthread_kill sends it there (the bit
+		 * set above and the status read here, against the status set
+		 * and the bits read there: one side sees the other) */
+		bb_m *mp = gp->m;
+		if (mp && mp->tid > 0 && (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
+			bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, sig, 0, 0, 0);
+			return;
+		}
+	}
 	bb_m *mp = gp->m;
 	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
 		bb_urg_send(mp->tid);
@@ -999,6 +1024,125 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	if (err == 0 && !merged)
 		post_signal(gp, st, sig);
 	return err;
+}
+
+/* ---- signalfd and the signals sent to one thread ----
+ *
+ * A signalfd shows the signals pending for the OS thread that reads or
+ * polls it (and the process's). A pthread_kill or pthread_sigqueue to a
+ * green thread that blocks the signal leaves it in bobbin (gp->sigpending),
+ * so the thread's own signalfd never showed it: its poll timed out, its
+ * read waited for ever. So while a program has a signalfd
+ * (bb_sigfd_sigs: the signals of every mask given to signalfd), a G's
+ * call that may read or poll one lends those pending signals to its OS
+ * thread for the length of the call (bb_sigfd_lend: the kernel's queue of
+ * that thread, with their siginfo), and takes back what the call left there
+ * (bb_sigfd_reclaim), together with what was sent to it meanwhile (a
+ * pthread_kill to a G inside a system call goes to its OS thread). The G
+ * stays on that OS thread in between: inside the system call it does not
+ * move; on a running G the lend locks it (the call is a short zero-timeout
+ * ask). */
+void bb_sigfd_add(const sigset_t *mask)
+{
+	uint64_t m;
+	memcpy(&m, mask, sizeof m);
+	atomic_fetch_or(&bb_sigfd_sigs, m & ~(BB_GLIBC_SIGNALS | BB_SIGBIT(SIGURG)));
+}
+
+static uint64_t lendable(bb_g *gp)
+{
+	return atomic_load(&gp->sigpending) & gp->sigmask & atomic_load(&bb_sigfd_sigs);
+}
+
+static bool sigfd_lend(bb_g *gp)
+{
+	if (lendable(gp) == 0)
+		return false;
+	bool locked = atomic_load(&gp->status) != Gsyscall;
+	if (locked)
+		bb_lock_os_thread();
+	pid_t pid = getpid(), tid = bb_getm()->tid;
+	siginfo_t si;
+	int sig;
+	while ((sig = take_own(gp, lendable(gp), &si)) != 0) {
+		if (si.si_code == SI_QUEUE) /* pthread_sigqueue's, with its value */
+			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0);
+		else /* pthread_kill's: the kernel makes the same siginfo */
+			bb_rawsyscall6(SYS_tgkill, pid, tid, sig, 0, 0, 0);
+	}
+	gp->sigfd_locked = locked;
+	return true;
+}
+
+/* the signals pending for this OS thread alone (SigPnd), from /proc */
+static uint64_t thread_pending(void)
+{
+	char buf[2048];
+	if (bb_read_small("/proc/thread-self/status", buf, sizeof buf) < 0)
+		return 0;
+	char *p = strstr(buf, "\nSigPnd:");
+	return p ? strtoull(p + 9, NULL, 16) : 0;
+}
+
+static void sigfd_reclaim(bb_g *gp)
+{
+	uint64_t back = thread_pending() & gp->sigmask & atomic_load(&bb_sigfd_sigs);
+	struct timespec zero = {0, 0};
+	while (back) {
+		uint64_t bit = back & -back;
+		int sig = __builtin_ctzll(bit) + 1;
+		siginfo_t si;
+		/* (the thread's own queue is taken before the process's) */
+		if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&bit, (long)&si, (long)&zero, 8, 0, 0) != sig) {
+			back &= ~bit;
+			continue;
+		}
+		if (si.si_code == SI_QUEUE) {
+			bb_lock_acquire(&gp->sigqlock);
+			if (gp->sigq == NULL)
+				gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq);
+			if (gp->sigq != NULL && gp->nsigq < SIGQ_MAX)
+				gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, (uintptr_t)si.si_value.sival_ptr};
+			bb_lock_release(&gp->sigqlock);
+		}
+		atomic_fetch_or(&gp->sigpending, bit);
+		if (sig < SIGRTMIN || !(thread_pending() & bit))
+			back &= ~bit; /* one of a standard signal; all of a real-time one */
+	}
+	if (gp->sigfd_locked) {
+		gp->sigfd_locked = false;
+		bb_unlock_os_thread();
+	}
+}
+
+void bb_sigfd_begin_slow(bb_sigfd_state *st)
+{
+	bb_g *gp = bb_getg();
+	st->lent = sigfd_lend(gp);
+	st->m = bb_getm();
+	st->runs = atomic_load_explicit(&st->m->sigs_run, memory_order_relaxed);
+}
+
+bool bb_sigfd_again_slow(bb_sigfd_state *st, bool failed)
+{
+	int e = errno;
+	bb_g *gp = bb_getg();
+	/* what it lent, and what a pthread_kill sent its OS thread while it
+	 * was in the call (the kernel's pending set, the process's with it:
+	 * the exact look at the thread's own is a read of /proc) */
+	uint64_t pend = 0;
+	if (st->lent || (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) == 0 &&
+			 (pend & gp->sigmask & atomic_load(&bb_sigfd_sigs))))
+		sigfd_reclaim(gp);
+	/* cut short by bobbin's own signal (post_signal's poke of a thread
+	 * it saw running as the call began), no handler of the program's ran,
+	 * and a signal for a signalfd waits: the call is made again with it */
+	bool again = failed && e == EINTR && bb_getm() == st->m &&
+		     atomic_load_explicit(&st->m->sigs_run, memory_order_relaxed) == st->runs &&
+		     lendable(gp) != 0;
+	st->lent = again && sigfd_lend(gp);
+	errno = e;
+	return again;
 }
 
 /* ---- sigwait, sigwaitinfo, sigtimedwait ----
