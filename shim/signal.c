@@ -865,6 +865,92 @@ BB_EXPORT int siginterrupt(int sig, int interrupt)
 	return set_action(sig, &a, NULL);
 }
 
+/* The BSD and System V mask calls: glibc's make its own sigprocmask call,
+ * past bobbin's, so the kernel's mask changed and the thread's in bobbin
+ * did not (a G's mask is bobbin's, applied to whatever OS thread runs it).
+ * dash clears its mask with sigsetmask(0) after a vfork: the next
+ * sigprocmask answered the old mask, every signal blocked, and its `wait`
+ * suspended with SIGCHLD blocked for ever. */
+static int bsd_mask(int how, const int *mask)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	if (mask) {
+		uint64_t m = (uint32_t)*mask; /* the first 32 signals */
+		memcpy(&set, &m, sizeof m);
+	}
+	if (sigprocmask(how, mask ? &set : NULL, &old) < 0)
+		return -1;
+	uint64_t o;
+	memcpy(&o, &old, sizeof o);
+	return (int)(uint32_t)o;
+}
+
+BB_EXPORT int sigsetmask(int mask)
+{
+	return bsd_mask(SIG_SETMASK, &mask);
+}
+
+BB_EXPORT int sigblock(int mask)
+{
+	return bsd_mask(SIG_BLOCK, &mask);
+}
+
+BB_EXPORT int siggetmask(void)
+{
+	return bsd_mask(SIG_BLOCK, NULL);
+}
+
+static int one_signal(int how, int sig)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	if (sigaddset(&set, sig) < 0)
+		return -1;
+	return sigprocmask(how, &set, NULL);
+}
+
+BB_EXPORT int sighold(int sig)
+{
+	return one_signal(SIG_BLOCK, sig);
+}
+
+BB_EXPORT int sigrelse(int sig)
+{
+	return one_signal(SIG_UNBLOCK, sig);
+}
+
+BB_EXPORT int sigignore(int sig)
+{
+	struct sigaction act;
+	memset(&act, 0, sizeof act);
+	act.sa_handler = SIG_IGN;
+	sigemptyset(&act.sa_mask);
+	return set_action(sig, &act, NULL);
+}
+
+/* BSD's sigpause(mask): wait for a signal under that mask (the symbol
+ * sigpause; <signal.h> names System V's, below, so) */
+BB_EXPORT int bsd_sigpause(int mask) __asm__("sigpause");
+BB_EXPORT int bsd_sigpause(int mask)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	uint64_t m = (uint32_t)mask;
+	memcpy(&set, &m, sizeof m);
+	return sigsuspend(&set);
+}
+
+/* System V's (what <signal.h> names sigpause under _XOPEN_SOURCE): wait for
+ * a signal with sig unblocked */
+BB_EXPORT int __xpg_sigpause(int sig)
+{
+	sigset_t set;
+	if (sigprocmask(SIG_BLOCK, NULL, &set) < 0 || sigdelset(&set, sig) < 0)
+		return -1;
+	return sigsuspend(&set);
+}
+
 /* System V's sigset: SIG_HOLD blocks; a disposition also unblocks */
 BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 {
