@@ -12,7 +12,12 @@
  * A key created after a delete reads NULL in every thread, even if it reuses the
  * deleted key's slot. pthread_once: every thread calls it on the same control at
  * the same moment; the (slow, yielding) init runs exactly once and nobody returns
- * before it has finished.
+ * before it has finished. Each thread also registers a thread_local-style
+ * destructor (__cxa_thread_atexit_impl, what C++ thread_local and Rust's
+ * thread_local! use): glibc runs those before any key destructor of the
+ * thread (Rust's key destructor tears down thread::current(), which such a
+ * destructor may call), so it must find none of the thread's key
+ * destructors run yet.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -43,9 +48,23 @@ static void plain_dtor(void *v)
     free(r);
 }
 
+static __thread int key_dtor_ran; /* a key destructor of this thread ran */
+static atomic_int tls_runs, tls_late;
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso);
+extern void *__dso_handle;
+
+static void tls_dtor(void *v)
+{
+    (void)v;
+    atomic_fetch_add(&tls_runs, 1);
+    if (key_dtor_ran)
+        atomic_fetch_add(&tls_late, 1);
+}
+
 static void twice_dtor(void *v)
 {
     uintptr_t n = (uintptr_t)v;        /* 1, 2, 3: how many times we got here */
+    key_dtor_ran = 1;
     atomic_fetch_add(&twice_runs, 1);
     if (n < 3)
         pthread_setspecific(k_twice, (void *)(n + 1));
@@ -86,6 +105,7 @@ static void *thread_main(void *arg)
         CHECK(pthread_setspecific(k_plain, r) == 0, "setspecific");
     }
     CHECK(pthread_setspecific(k_twice, (void *)1) == 0, "setspecific");
+    CHECK(__cxa_thread_atexit_impl(tls_dtor, NULL, &__dso_handle) == 0, "__cxa_thread_atexit_impl");
     CHECK(pthread_setspecific(k_always, (void *)(uintptr_t)(id + 1)) == 0, "setspecific");
     CHECK(pthread_setspecific(k_deleted, (void *)(uintptr_t)(id + 1)) == 0, "setspecific");
 
@@ -160,7 +180,13 @@ int main(void)
     CHECK(atomic_load(&once_early) == 0, "%d threads returned from pthread_once early",
           atomic_load(&once_early));
 
+    CHECK(atomic_load(&tls_runs) == NTHREADS, "thread_local destructor ran %d times",
+          atomic_load(&tls_runs));
+    CHECK(atomic_load(&tls_late) == 0, "%d threads ran a key destructor before their thread_local one",
+          atomic_load(&tls_late));
     printf("tsd_destructors: %d threads\n", NTHREADS);
+    printf("  thread_local destructors: %d, after a key destructor: %d\n", atomic_load(&tls_runs),
+           atomic_load(&tls_late));
     printf("  plain destructor runs:   %d\n", atomic_load(&plain_runs));
     printf("  twice destructor runs:   %d\n", atomic_load(&twice_runs));
     printf("  always destructor runs:  %d (PTHREAD_DESTRUCTOR_ITERATIONS=%d)\n",

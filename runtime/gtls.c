@@ -313,10 +313,17 @@ static void robust_release(bb_g *gp)
 	head[2] = NULL;
 }
 
+/* C++ thread_local destructors (and Rust's thread_local!), which glibc
+ * runs before the pthread key destructors: Rust's key destructor tears
+ * down thread::current(), which a thread_local's Drop may still call */
+void bb_tcb_tls_dtors(void)
+{
+	call_tls_dtors();
+}
+
 void bb_tcb_on_g_exit(bb_g *gp)
 {
 	robust_release(gp);
-	call_tls_dtors(); /* C++ thread_local destructors */
 	/* glibc's TSD second-level blocks (calloc'd by its setspecific on this
 	 * G); the first block is inside the TCB and is cleared on reuse */
 	void **specific = (void **)((char *)gp->tcb + OFF_SPECIFIC);

@@ -1217,6 +1217,7 @@ void bb_goexit(void *result)
 	bb_g *gp = mp->curg;
 	BB_RT_MARK(gp);
 	gp->result = result;
+	bb_tcb_tls_dtors(); /* thread_local destructors first, as glibc */
 	if (bb_g_exit_hook)
 		bb_g_exit_hook(gp); /* TSD destructors, on the G */
 	if (gp->clear_tid) {

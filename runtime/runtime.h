@@ -638,6 +638,7 @@ void bb_tcb_on_g_start(bb_g *gp);         /* runs on the G, its TLS live */
 void bb_tcb_adopt_main(bb_g *gp);
 int bb_g_green_tid(const bb_g *gp);      /* a G's tid, without its TCB */
 int bb_g_tid(bb_g *gp);                   /* the tid glibc sees for this G */          /* G1 keeps the initial TCB */
+void bb_tcb_tls_dtors(void);
 void bb_tcb_on_g_exit(bb_g *gp);          /* runs on the G before it dies */
 extern long bb_off_g_in_tcb;
 extern _Atomic bool bb_tsd_used;          /* set by pthread_key_create */               /* where the G pointer is kept */
