@@ -272,8 +272,23 @@ static void part2(void)
            "overwritten\n");
 }
 
+/* what a program finds before it sets anything: SIG_DFL for the faults
+ * (bobbin's own overflow report on SIGSEGV showed through: Rust then
+ * installed no stack-overflow handler of its own) */
+static void defaults(void)
+{
+    const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+    for (int i = 0; i < 4; i++) {
+        struct sigaction old;
+        CHECK(sigaction(sigs[i], NULL, &old) == 0, "sigaction query");
+        printf("signal %d at start: %s\n", sigs[i],
+               old.sa_handler == SIG_DFL ? "SIG_DFL" : old.sa_handler == SIG_IGN ? "SIG_IGN" : "a handler");
+    }
+}
+
 int main(void)
 {
+    defaults();
     part1();
     part2();
     return probe_exit("signal_actions");

@@ -950,6 +950,8 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
 /* The G's own alternate signal stack on its M, and bobbin's back when it
  * leaves (stack.c): an M never keeps the alternate stack of a G it does
  * not run, which that G may free meanwhile (a Rust thread's, at its exit). */
+struct sigaction;
+void bb_segv_show(struct sigaction *old); /* stack.c */
 void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags);
 static inline void bb_alt_enter(bb_m *mp, bb_g *gp)
 {

@@ -466,6 +466,16 @@ static void segv_handler(int sig, siginfo_t *si, void *uctx)
 	signal(SIGSEGV, SIG_DFL);
 }
 
+/* An action read from the kernel for SIGSEGV that is bobbin's overflow
+ * report becomes the one it replaced (SIG_DFL, usually): a program that
+ * installs its own handler only where it finds the default (Rust's
+ * stack-overflow message) saw bobbin's and installed none */
+void bb_segv_show(struct sigaction *old)
+{
+	if (old->sa_sigaction == segv_handler)
+		*old = prev_segv;
+}
+
 /* sp NULL: bobbin's own alternate stack of the M (none if it has none) */
 void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags)
 {

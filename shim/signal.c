@@ -622,6 +622,7 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 /* an action as the kernel has it, back to what the program installed */
 static void show_program(struct sigaction *old, const struct progact *a)
 {
+	bb_segv_show(old);
 	if (old->sa_sigaction != trampoline || a == NULL)
 		return;
 	old->sa_sigaction = (void (*)(int, siginfo_t *, void *))a->fn;
