@@ -122,6 +122,25 @@ static void *on_coroutine(void *arg)
     return NULL;
 }
 
+/* a thread that reads a pipe until its end, after a pause */
+static void *drain(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[4096];
+    struct timespec ts = { 0, 30 * 1000000 };
+    nanosleep(&ts, NULL);
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    return NULL;
+}
+
+static pthread_t drainer(int fd)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, drain, (void *)(intptr_t)fd) == 0, "pthread_create");
+    return t;
+}
+
 int main(void)
 {
     signal(SIGALRM, on_alarm);
@@ -211,7 +230,31 @@ int main(void)
     struct iovec iov = {"vmsplice", 8};
     n = vmsplice(c[1], &iov, 1, 0);
     printf("3: vmsplice %zd, read %zd\n", n, read(c[0], b, sizeof b));
-    close(a[0]), close(a[1]), close(c[0]), close(c[1]);
+    /* with a regular file at one end (Rust's io::copy): data written late
+     * into the pipe, and a pipe full until a reader drains it */
+    char path[] = "/tmp/own_pipes_XXXXXX";
+    int ff = mkstemp(path);
+    REQUIRE(ff >= 0, "mkstemp");
+    unlink(path);
+    t = late(a[1], 30, "tofile");
+    n = splice(a[0], NULL, ff, NULL, 64, 0);
+    pthread_join(t, NULL);
+    printf("3: splice of late data into a file %zd %s\n", n, n < 0 ? strerror(errno) : "");
+    static char fill[65536];
+    REQUIRE(pwrite(ff, fill, sizeof fill, 0) == (ssize_t)sizeof fill, "pwrite");
+    int fl = fcntl(c[1], F_GETFL);
+    fcntl(c[1], F_SETFL, fl | O_NONBLOCK);
+    while (write(c[1], fill, sizeof fill) > 0)
+        ;
+    fcntl(c[1], F_SETFL, fl);
+    pthread_t dr = drainer(c[0]);
+    loff_t off = 0;
+    n = splice(ff, &off, c[1], NULL, 4096, 0);
+    printf("3: splice from a file into a full pipe %s\n", n > 0 ? "> 0" : strerror(errno));
+    close(c[1]);
+    pthread_join(dr, NULL);
+    close(ff);
+    close(a[0]), close(a[1]), close(c[0]);
 
     current_probe = "4: a coroutine";
     REQUIRE(pipe(co_pipe) == 0, "pipe");

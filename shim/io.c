@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 
 enum { RD = 0, WR = 1 };
 
@@ -958,6 +959,9 @@ static ssize_t pipe_call(const pipeop *p, const int *fds, const short *ev, int n
 			wait_off_g(fds, ev, n, 0, &tries);
 		}
 	}
+	int pfd[2];
+	short pev[2];
+	int np = 0;
 	for (;;) {
 		ssize_t k = p->op(p, flags | SPLICE_F_NONBLOCK);
 		if (k >= 0) {
@@ -966,12 +970,30 @@ static ssize_t pipe_call(const pipeop *p, const int *fds, const short *ev, int n
 		}
 		if (errno != EAGAIN)
 			return -1;
-		int err = bb_netpoll_wait_many(fds, ev, n, 0);
+		int err = bb_netpoll_wait_many(np ? pfd : fds, np ? pev : ev, np ? np : n, 0);
 		if (bb_take_eintr()) {
 			errno = EINTR;
 			return -1;
 		}
-		if (err == EPERM) { /* an end that cannot be polled */
+		if (err == EPERM && np == 0) {
+			/* an end that cannot be polled, a regular file, is always
+			 * ready: wait for the others (the pipe a file is spliced
+			 * into or out of), which may be ones bobbin keeps
+			 * non-blocking for real, where a blocking call would only
+			 * answer EAGAIN (Rust's io::copy from a child's stdout) */
+			for (int i = 0; i < n; i++) {
+				struct stat st;
+				if (fds[i] >= 0 && bb_sys(SYS_fstat, fds[i], &st, 0) == 0 && !S_ISREG(st.st_mode) &&
+				    !S_ISBLK(st.st_mode) && !S_ISDIR(st.st_mode)) {
+					pfd[np] = fds[i];
+					pev[np++] = ev[i];
+				}
+			}
+			if (np > 0 && np < n)
+				continue;
+			np = 0;
+		}
+		if (err == EPERM) { /* no end that can be polled */
 			bb_entersyscall();
 			k = p->op(p, flags);
 			int e = errno;
