@@ -20,6 +20,7 @@
 #endif
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -272,6 +273,30 @@ int main(void)
     int r = accept(l, NULL, NULL);
     check_timed_out("accept", t0);
     printf("  accept, nobody connects: %s\n", res(r));
+
+    /* the options are the socket's: an accepted connection has its
+     * listener's, and a dup (Rust's try_clone) sees one set after it */
+    c = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(connect(c, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
+    s = accept(l, NULL, NULL);
+    REQUIRE(s >= 0, "accept: %s", strerror(errno));
+    char byte;
+    t0 = now_ms();
+    r = (int)read(s, &byte, 1);
+    check_timed_out("read on an accepted connection", t0);
+    printf("  read on a connection accepted from it: %s\n", res(r));
+    int dup_s = fcntl(s, F_DUPFD_CLOEXEC, 0);
+    set_timeo(s, SO_RCVTIMEO, 0);
+    set_timeo(c, SO_RCVTIMEO, TIMEO_MS);
+    t0 = now_ms();
+    int dup_c = dup(c);
+    r = (int)read(dup_c, &byte, 1);
+    check_timed_out("read on a dup", t0);
+    printf("  read on a dup made before the option was set: %s\n", res(r));
+    close(dup_s);
+    close(dup_c);
+    close(c);
+    close(s);
     close(l);
 
     REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");

@@ -664,6 +664,9 @@ typedef struct bb_fdesc {
 	_Atomic bool user_nonblock; /* O_NONBLOCK as the program set it */
 	bool forced_nb;             /* bobbin set O_NONBLOCK for real (a socket made
 				       in this process); the program sees user_nonblock */
+	/* SO_RCVTIMEO/SO_SNDTIMEO in ns (0: none): the socket's, as the
+	 * kernel keeps them, so every dup of it waits as long */
+	_Atomic int64_t rcvtimeo, sndtimeo;
 	struct bb_fdesc *next_free; /* never freed, only recycled (shim/fd.c) */
 } bb_fdesc;
 /* one (fd, direction) of a G's wait (netpoll.c); owned by the waiting G,
@@ -694,7 +697,6 @@ struct bb_pd {
 	 * under lock; read without it through bb_pd_desc: another thread may
 	 * close the number meanwhile, as natively it may */
 	struct bb_fdesc *_Atomic desc;
-	int64_t rcvtimeo, sndtimeo; /* SO_RCVTIMEO/SO_SNDTIMEO, ns, 0 = none */
 	/* the other end of a pipe or socketpair made in this process: its fd
 	 * + 1 (0: none) and its seq then (bb_netpoll_kick) */
 	int peerfd1;

@@ -58,6 +58,8 @@ static bb_fdesc *desc_new(bool user_nb, bool forced)
 		atomic_store(&d->refs, 1);
 		atomic_store(&d->user_nonblock, user_nb);
 		d->forced_nb = forced;
+		atomic_store_explicit(&d->rcvtimeo, 0, memory_order_relaxed);
+		atomic_store_explicit(&d->sndtimeo, 0, memory_order_relaxed);
 		d->next_free = NULL;
 	}
 	return d;
@@ -87,8 +89,7 @@ static void set_user_nb(bb_pd *pd, bool v)
 
 /* Give pd the view (kind, d) unless another thread gave it one first (then
  * d goes back). Under pd->lock, as every change of a number's desc. */
-static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, int64_t rcvtimeo,
-			 int64_t sndtimeo, bool replace)
+static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, bool replace)
 {
 	bb_fdesc *old = NULL;
 	if (bb_in_vm_child()) { /* the table is the parent's */
@@ -102,8 +103,6 @@ static void view_install(bb_pd *pd, bb_fdesc *d, uint8_t kind, bool nowait_ok, i
 		old = atomic_exchange_explicit(&pd->desc, d, memory_order_acq_rel);
 		pd->kind = kind;
 		pd->nowait_ok = nowait_ok;
-		pd->rcvtimeo = rcvtimeo;
-		pd->sndtimeo = sndtimeo;
 		pd->known = true;
 	}
 	bb_lock_release(&pd->lock);
@@ -160,7 +159,7 @@ bb_pd *bb_fd_view(int fd)
 		kind = BB_FD_FILE; /* regular files and directories never block on readiness */
 		break;
 	}
-	view_install(pd, d, kind, kind == BB_FD_PIPE, 0, 0, false);
+	view_install(pd, d, kind, kind == BB_FD_PIPE, false);
 	return pd;
 }
 
@@ -202,7 +201,6 @@ static void fd_dup_view(int oldfd, int newfd)
 		atomic_fetch_add(&d->refs, 1); /* no close of oldfd can put it meanwhile */
 	uint8_t kind = o->kind;
 	bool nowait_ok = o->nowait_ok;
-	int64_t rcv = o->rcvtimeo, snd = o->sndtimeo; /* socket options belong to the socket too */
 	bb_lock_release(&o->lock);
 	if (d == NULL)
 		return; /* learned lazily from the kernel, as for any fd */
@@ -211,7 +209,7 @@ static void fd_dup_view(int oldfd, int newfd)
 		desc_put(d);
 		return;
 	}
-	view_install(n, d, kind, nowait_ok, rcv, snd, true);
+	view_install(n, d, kind, nowait_ok, true); /* (its time-outs are d's) */
 	/* onto stdin, stdout or stderr: stdio's own streams read and write
 	 * it now (an inetd-style server's dup2(conn, 0)), as after fdopen */
 	if (newfd <= 2)
@@ -378,7 +376,7 @@ static void own_fd(int fd, uint8_t kind, bool user_nonblock)
 	bb_pd *pd = bb_pd_get(fd);
 	bb_fdesc *d = pd ? desc_new(user_nonblock, !user_nonblock) : NULL;
 	if (d) {
-		view_install(pd, d, kind, kind == BB_FD_PIPE, 0, 0, true);
+		view_install(pd, d, kind, kind == BB_FD_PIPE, true);
 		if (fd <= 2) /* made as stdin, stdout or stderr: stdio's (unforce) */
 			unforce(fd);
 	} else if (!user_nonblock) {
@@ -392,6 +390,20 @@ static void own_fd(int fd, uint8_t kind, bool user_nonblock)
 void bb_fd_own_socket(int fd, bool user_nonblock)
 {
 	own_fd(fd, BB_FD_SOCKET, user_nonblock);
+}
+
+/* an accepted connection has its listener's time-outs, as the kernel
+ * copies them into the new socket */
+void bb_fd_inherit_timeouts(int fd, int listener)
+{
+	bb_pd *l = bb_pd_peek(listener), *n = bb_pd_peek(fd);
+	if (l == NULL || n == NULL)
+		return;
+	bb_fdesc *ld = bb_pd_desc(l), *nd = bb_pd_desc(n);
+	if (nd == &bb_fdesc_none)
+		return;
+	atomic_store(&nd->rcvtimeo, atomic_load(&ld->rcvtimeo));
+	atomic_store(&nd->sndtimeo, atomic_load(&ld->sndtimeo));
 }
 
 BB_EXPORT int socket(int domain, int type, int protocol)
@@ -689,12 +701,9 @@ BB_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 	if (r == 0 && bb_active && level == SOL_SOCKET &&
 	    (name == SO_RCVTIMEO || name == SO_SNDTIMEO) && len >= sizeof(struct timeval)) {
 		bb_pd *pd = bb_fd_view(fd);
-		if (pd) {
-			if (name == SO_RCVTIMEO)
-				pd->rcvtimeo = tv_ns(val);
-			else
-				pd->sndtimeo = tv_ns(val);
-		}
+		bb_fdesc *d = pd ? bb_pd_desc(pd) : NULL;
+		if (d && d != &bb_fdesc_none)
+			atomic_store(name == SO_RCVTIMEO ? &d->rcvtimeo : &d->sndtimeo, tv_ns(val));
 	}
 	return r;
 }

@@ -59,7 +59,8 @@ static ssize_t blocking_call(ioreq *r)
 
 static int64_t deadline_of(bb_pd *pd, int mode)
 {
-	int64_t to = mode == WR ? pd->sndtimeo : pd->rcvtimeo;
+	bb_fdesc *d = bb_pd_desc(pd);
+	int64_t to = atomic_load_explicit(mode == WR ? &d->sndtimeo : &d->rcvtimeo, memory_order_relaxed);
 	return to > 0 ? bb_nanotime() + to : 0;
 }
 
@@ -682,6 +683,7 @@ BB_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int fla
 		}
 		if (nfd >= 0) {
 			bb_fd_own_socket(nfd, user_nb);
+			bb_fd_inherit_timeouts(nfd, fd);
 			errno = saved;
 			return nfd;
 		}
