@@ -126,6 +126,13 @@ static void child(void)
 	mp->nextp = NULL;
 	mp->detach_req = mp->detached = false;
 	mp->tid = (pid_t)bb_sys(SYS_gettid, 0, 0, 0);
+	/* the parent's other OS threads are not here: their ids are the
+	 * parent's threads' (a nice value set for every M, bb_m_each_tid,
+	 * must not reach them) */
+	int32_t n = atomic_load(&bb_nallm);
+	for (int32_t i = 0; i < n && i < BB_ALLM_MAX; i++)
+		if (bb_allm[i] && bb_allm[i] != mp)
+			bb_allm[i]->tid = 0;
 }
 
 void bb_fork_init(void)
