@@ -87,6 +87,9 @@ void bb_sigwatch_add(uint64_t sigs)
  * through an eventfd, puts the Gs on the global queue and wakes Ms. */
 static int kickfd = -1;
 static _Atomic bool sysmon_live; /* sysmon runs and polls kickfd */
+/* sysmon's thread runs (it looks at its work at least every 10 ms, at
+ * once when kicked) */
+static _Atomic bool sysmon_runs;
 static _Atomic(bb_g *) sigready;
 #ifndef NSEMWAKE
 #define NSEMWAKE 1024
@@ -101,9 +104,6 @@ static void kick(void)
 	bb_rawsyscall6(SYS_write, kickfd, (long)&one, sizeof one, 0, 0, 0);
 }
 
-/* sysmon's thread runs (it looks at its work at least every 10 ms, at
- * once when kicked) */
-static _Atomic bool sysmon_runs;
 
 bool bb_sysmon_runs(void)
 {
@@ -202,6 +202,11 @@ void bb_sysmon_deferred_forkchild(void)
 	/* (stores only where something is left: each would copy a page) */
 	if (atomic_load(&sysmon_live))
 		atomic_store(&sysmon_live, false);
+	/* no sysmon here until one is started: Ms that bb_newm would leave to
+	 * it start at once (a forked stressor of stress-ng that set its nice
+	 * value queued its Ms for a sysmon that did not exist, and hung) */
+	if (atomic_load(&sysmon_runs))
+		atomic_store(&sysmon_runs, false);
 	if (atomic_load(&sigready))
 		atomic_store(&sigready, NULL);
 	uint32_t h = atomic_load(&semwake_head), t = atomic_load(&semwake_tail);
