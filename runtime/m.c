@@ -134,6 +134,7 @@ static void wrap_setxid_once(void)
 static int start_policy = -1;
 static struct sched_param start_param;
 static _Atomic long start_nice = -100, start_ioprio = -1; /* -100, -1: unknown */
+static _Atomic bool start_changed; /* bb_m_each_tid changed them */
 
 /* after bb_initial_affinity is read (bb_sched_init) */
 void bb_m_kstate_init(void)
@@ -154,6 +155,9 @@ void bb_m_reset_sched(void)
 		bb_rawsyscall6(SYS_sched_setscheduler, 0, start_policy, (long)&start_param, 0, 0, 0);
 	/* (lowering a nice value back may need a privilege the program has
 	 * not got: then that OS thread keeps it) */
+	bb_m *self = bb_self_m();
+	if (self == NULL || !self->kdirty)
+		return; /* no G changed this thread's nice value or I/O priority */
 	if (start_nice != -100)
 		bb_sys(SYS_setpriority, PRIO_PROCESS, 0, start_nice);
 	if (start_ioprio >= 0)
@@ -172,6 +176,7 @@ void bb_m_each_tid(long nr, long which, long value)
 		atomic_store(&start_nice, value);
 	else
 		atomic_store(&start_ioprio, value);
+	atomic_store(&start_changed, true);
 	int32_t n = atomic_load(&bb_nallm);
 	bb_m *self = bb_self_m();
 	for (int32_t i = 0; i < n && i < BB_ALLM_MAX; i++) {
@@ -185,6 +190,8 @@ void bb_m_each_tid(long nr, long which, long value)
  * (bb_m_each_tid), which the thread that made it may not have had yet */
 static void m_take_start(void)
 {
+	if (!atomic_load(&start_changed))
+		return; /* it has what the thread that made it had: the start's */
 	long nice = atomic_load(&start_nice), io = atomic_load(&start_ioprio);
 	if (nice != -100 && 20 - bb_sys(SYS_getpriority, PRIO_PROCESS, 0, 0) != nice)
 		bb_sys(SYS_setpriority, PRIO_PROCESS, 0, nice);

@@ -213,7 +213,6 @@ struct bb_g {
 	bool sig_eintr;      /* a handler without SA_RESTART ran while it waited */
 	bool sig_ran;        /* a handler ran (sleeps end with EINTR whatever SA_RESTART) */
 	bool sig_ignored;    /* a pthread_kill'ed signal was ignored: a sleep it woke goes on */
-	bool sigfd_locked;   /* locked to its M by bb_sigfd_lend (shim/signal.c) */
 	int32_t lockcount;
 	int32_t libclocks;   /* glibc-internal locks held (flockfile): owner G only */
 	/* the outermost frame of bobbin code on this G's stack: its frame

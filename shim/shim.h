@@ -268,7 +268,7 @@ bool bb_run_own_signals_under(uint64_t mask);
  * may read or poll a signalfd (shim/signal.c) */
 void bb_sigfd_add(const sigset_t *mask);
 typedef struct bb_sigfd_state {
-	bool on, lent;
+	bool on, lent, locked; /* locked: the lend locked a running G to its M */
 	bb_m *m;
 	uint64_t runs;
 } bb_sigfd_state;

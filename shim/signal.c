@@ -232,6 +232,18 @@ static bool default_ignores(int sig)
 
 #define SIGQ_MAX 8 /* values queued to one thread; more: EAGAIN */
 
+/* a value queued for sig to gp (sigqlock held); false when the queue is
+ * full or cannot be made */
+static bool sigq_add(bb_g *gp, int sig, uint64_t value)
+{
+	if (gp->sigq == NULL)
+		gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq); /* kept with the G */
+	if (gp->sigq == NULL || gp->nsigq >= SIGQ_MAX)
+		return false;
+	gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, value};
+	return true;
+}
+
 /* The siginfo of a signal sent to this thread: pthread_sigqueue's value
  * (SI_QUEUE) if one waits for sig in gp->sigq, in order, else what the
  * kernel gives a pthread_kill (code). A real-time signal queues every
@@ -1100,11 +1112,7 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	bb_lock_acquire(&gp->sigqlock);
 	merged = sig < SIGRTMIN && (atomic_load(&gp->sigpending) & BB_SIGBIT(sig));
 	if (!merged) {
-		if (gp->sigq == NULL)
-			gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq); /* kept with the G */
-		if (gp->sigq != NULL && gp->nsigq < SIGQ_MAX)
-			gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, (uintptr_t)value.sival_ptr};
-		else
+		if (!sigq_add(gp, sig, (uintptr_t)value.sival_ptr))
 			err = EAGAIN; /* as the kernel's queue limit answers */
 	}
 	bb_lock_release(&gp->sigqlock);
@@ -1141,12 +1149,12 @@ static uint64_t lendable(bb_g *gp)
 	return atomic_load(&gp->sigpending) & gp->sigmask & atomic_load(&bb_sigfd_sigs);
 }
 
-static bool sigfd_lend(bb_g *gp)
+static bool sigfd_lend(bb_g *gp, bb_sigfd_state *st)
 {
 	if (lendable(gp) == 0)
 		return false;
-	bool locked = atomic_load(&gp->status) != Gsyscall;
-	if (locked)
+	st->locked = atomic_load(&gp->status) != Gsyscall;
+	if (st->locked)
 		bb_lock_os_thread();
 	pid_t pid = getpid(), tid = bb_getm()->tid;
 	siginfo_t si;
@@ -1157,7 +1165,6 @@ static bool sigfd_lend(bb_g *gp)
 		else /* pthread_kill's: the kernel makes the same siginfo */
 			bb_rawsyscall6(SYS_tgkill, pid, tid, sig, 0, 0, 0);
 	}
-	gp->sigfd_locked = locked;
 	return true;
 }
 
@@ -1171,7 +1178,7 @@ static uint64_t thread_pending(void)
 	return p ? strtoull(p + 9, NULL, 16) : 0;
 }
 
-static void sigfd_reclaim(bb_g *gp)
+static void sigfd_reclaim(bb_g *gp, bb_sigfd_state *st)
 {
 	uint64_t back = thread_pending() & gp->sigmask & atomic_load(&bb_sigfd_sigs);
 	struct timespec zero = {0, 0};
@@ -1186,18 +1193,15 @@ static void sigfd_reclaim(bb_g *gp)
 		}
 		if (si.si_code == SI_QUEUE) {
 			bb_lock_acquire(&gp->sigqlock);
-			if (gp->sigq == NULL)
-				gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq);
-			if (gp->sigq != NULL && gp->nsigq < SIGQ_MAX)
-				gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, (uintptr_t)si.si_value.sival_ptr};
+			sigq_add(gp, sig, (uintptr_t)si.si_value.sival_ptr);
 			bb_lock_release(&gp->sigqlock);
 		}
 		atomic_fetch_or(&gp->sigpending, bit);
 		if (sig < SIGRTMIN || !(thread_pending() & bit))
 			back &= ~bit; /* one of a standard signal; all of a real-time one */
 	}
-	if (gp->sigfd_locked) {
-		gp->sigfd_locked = false;
+	if (st->locked) {
+		st->locked = false;
 		bb_unlock_os_thread();
 	}
 }
@@ -1205,7 +1209,8 @@ static void sigfd_reclaim(bb_g *gp)
 void bb_sigfd_begin_slow(bb_sigfd_state *st)
 {
 	bb_g *gp = bb_getg();
-	st->lent = sigfd_lend(gp);
+	st->locked = false;
+	st->lent = sigfd_lend(gp, st);
 	st->m = bb_getm();
 	st->runs = atomic_load_explicit(&st->m->sigs_run, memory_order_relaxed);
 }
@@ -1220,14 +1225,14 @@ bool bb_sigfd_again_slow(bb_sigfd_state *st, bool failed)
 	uint64_t pend = 0;
 	if (st->lent || (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) == 0 &&
 			 (pend & gp->sigmask & atomic_load(&bb_sigfd_sigs))))
-		sigfd_reclaim(gp);
+		sigfd_reclaim(gp, st);
 	/* cut short by bobbin's own signal (post_signal's poke of a thread
 	 * it saw running as the call began), no handler of the program's ran,
 	 * and a signal for a signalfd waits: the call is made again with it */
 	bool again = failed && e == EINTR && bb_getm() == st->m &&
 		     atomic_load_explicit(&st->m->sigs_run, memory_order_relaxed) == st->runs &&
 		     lendable(gp) != 0;
-	st->lent = again && sigfd_lend(gp);
+	st->lent = again && sigfd_lend(gp, st);
 	errno = e;
 	return again;
 }
