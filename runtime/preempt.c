@@ -39,6 +39,7 @@ int64_t bb_timeslice_ns = 10 * 1000 * 1000;
 bb_stats bb_stats_;
 bool bb_stats_on;
 void (*bb_sigpoke_hook)(void);
+void (*bb_resend_hook)(bb_m *, bb_g *, uint64_t, void *);
 void (*bb_async_cancel_hook)(void);
 
 void bb_asyncpreempt(void);
@@ -336,6 +337,11 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		return;
 	bb_g *gp = mp->curg;
 	ucontext_t *uc = uctxv;
+	if (__builtin_expect(atomic_load_explicit(&mp->resend, memory_order_relaxed) != 0, 0)) {
+		uint64_t rs = atomic_exchange(&mp->resend, 0);
+		if (gp != NULL && bb_resend_hook)
+			bb_resend_hook(mp, gp, rs, uc); /* may cut the call short */
+	}
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
 	if (gp != NULL && mp->detach_req) {

@@ -199,6 +199,11 @@ struct bb_g {
 	bool interrupted;    /* woken by bb_interrupt */
 	uint8_t wakeon;      /* what may wake its sema wait early (BB_WAKE_*): set by the waiter */
 	volatile bool in_cancel_call; /* in glibc's cancellable wrapper of a blocking call */
+	/* in a call that waits under a mask of its own (sigsuspend, ppoll,
+	 * pselect, epoll_pwait): the signals it lets in meanwhile are those
+	 * waitmask lets in, not sigmask (sysmon's choice of a taker) */
+	volatile bool masked_wait;
+	uint64_t waitmask;
 	_Atomic uint32_t *clear_tid; /* set_tid_address of the G: zeroed and woken at its exit */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
@@ -329,6 +334,9 @@ struct bb_m {
 				     altstack, or its G's own (bb_alt_enter) */
 	bool (*waitunlockf)(bb_g *, void *); /* gopark -> park_m, this M only */
 	volatile bool detach_req; /* sysmon: give up your P (stuck in the kernel) */
+	/* sysmon: run the handlers of these kept signals for your G, which
+	 * sleeps in a system call (shim/signal.c, bb_resend_hook) */
+	_Atomic uint64_t resend;
 	/* the system call sysmon saw the M's OS thread asleep in before it
 	 * sent detach_req (bb_kernel_call): the handler restarts it when the
 	 * signal cut it short with EINTR (restart_call) */
@@ -783,6 +791,8 @@ void bb_sema_wake_nonzero(void); /* sema.c: sysmon, after bb_defer_sema_wake ove
  * kept for sysmon to hand to a G that takes it (false: not kept); the G
  * takes it back with its siginfo */
 bool bb_stash_signal(int sig, const siginfo_t *si);
+/* gp lets bit in now (in a masked wait: as that wait does) */
+bool bb_g_takes(bb_g *gp, uint64_t bit);
 bool bb_take_stashed(int sig, siginfo_t *si);
 void bb_fork_init(void);                  /* fork.c: register the fork handlers */
 /* an interposed call honours a pending preemption request */
@@ -970,6 +980,9 @@ void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* bb_asyncpreempt2 calls it (ASYNC_SIGNAL) */
 extern void (*bb_urg_program_hook)(int, siginfo_t *, void *); /* a SIGURG not bobbin's */
+/* SIGURG's handler on mp, whose G gp sleeps in a system call: the kept
+ * signals resend names are gp's (shim/signal.c) */
+extern void (*bb_resend_hook)(bb_m *mp, bb_g *gp, uint64_t resend, void *uc);
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);

@@ -166,6 +166,7 @@ static _Atomic int stash_state[65]; /* 0 empty, 1 being written, 2 full, 3 being
 static _Atomic uint64_t stashed;    /* the full ones */
 static _Atomic uint32_t stash_seq[65]; /* counts what was kept, per signal */
 static uint32_t handed_seq[65];     /* the one sysmon gave to a G: sysmon only */
+static bb_g *handed_g[65];          /* ... and that G */
 
 bool bb_stash_signal(int sig, const siginfo_t *si)
 {
@@ -280,7 +281,11 @@ struct taker {
 static bool takes(bb_g *gp, uint64_t bit)
 {
 	uint32_t st = atomic_load(&gp->status);
-	return st != Gdead && st != Gidle && !(gp->sigmask & bit);
+	if (st == Gdead || st == Gidle)
+		return false;
+	/* one in sigsuspend (or a masked poll) takes what that call lets in */
+	uint64_t mask = st == Gsyscall && gp->masked_wait ? gp->waitmask : gp->sigmask;
+	return !(mask & bit);
 }
 
 static void find_taker(bb_g *gp, void *arg)
@@ -288,6 +293,11 @@ static void find_taker(bb_g *gp, void *arg)
 	struct taker *t = arg;
 	if (t->found == NULL && gp != bb_main_g && takes(gp, t->bit))
 		t->found = gp;
+}
+
+bool bb_g_takes(bb_g *gp, uint64_t bit)
+{
+	return takes(gp, bit);
 }
 
 /* a G that does not block the signal: the main thread first, as the
@@ -318,18 +328,22 @@ static bool handed; /* route_pending gave a signal to a G since the rate's last 
  * it unwatched and adds it back) and our second look at the masks, one
  * sees the other. */
 /* A kept signal no G takes now (they all block it since) is the process's
- * pending signal again, as it would be natively. The kernel refuses a
- * kill's or its own siginfo codes from any thread but the main one: such a
- * signal goes back as sigqueue's (SI_QUEUE, the sender's pid and uid kept). */
-static void requeue_stashed(int sig)
+ * pending signal again, as it would be natively; tid > 0: that thread's
+ * (its G sleeps in a system call, and preemption by signal is off). The
+ * kernel refuses a kill's or its own siginfo codes from any thread but the
+ * one they go to: such a signal goes back as sigqueue's (SI_QUEUE, the
+ * sender's pid and uid kept). */
+static void requeue_stashed(int sig, pid_t tid)
 {
 	siginfo_t si;
 	if (!bb_take_stashed(sig, &si))
 		return;
 	pid_t pid = getpid();
-	if (bb_rawsyscall6(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0) == -EPERM) {
+	long nr = tid > 0 ? SYS_rt_tgsigqueueinfo : SYS_rt_sigqueueinfo;
+	long a2 = tid > 0 ? tid : sig, a3 = tid > 0 ? sig : (long)&si, a4 = tid > 0 ? (long)&si : 0;
+	if (bb_rawsyscall6(nr, pid, a2, a3, a4, 0, 0) == -EPERM) {
 		si.si_code = SI_QUEUE;
-		bb_rawsyscall6(SYS_rt_sigqueueinfo, pid, sig, (long)&si, 0, 0, 0);
+		bb_rawsyscall6(nr, pid, a2, a3, a4, 0, 0);
 	}
 }
 
@@ -343,14 +357,37 @@ static void route_stashed(void)
 		st &= ~bit;
 		int sig = __builtin_ctzll(bit) + 1;
 		uint32_t seq = atomic_load(&stash_seq[sig]);
-		if (handed_seq[sig] == seq)
-			continue;
-		bb_g *gp = taker_of(bit);
+		bool again = handed_seq[sig] == seq;
+		bb_g *gp = again ? handed_g[sig] : taker_of(bit);
+		if (again && (atomic_load(&gp->status) != Gsyscall || !takes(gp, bit)))
+			continue; /* it takes it at its next call into bobbin */
 		if (gp == NULL) {
-			requeue_stashed(sig);
+			requeue_stashed(sig, 0);
 			continue;
 		}
+		bb_m *sm = gp->m;
+		if (atomic_load(&gp->status) == Gsyscall && sm && sm->tid > 0) {
+			/* asleep in the kernel (main in pause, waiting for its
+			 * SIGALRM), perhaps since it was handed the signal
+			 * below: the signal must cut that call short, as it
+			 * would have had it landed there. Its M's SIGURG handler
+			 * runs the handler over the call (bb_resend_hook); not
+			 * marked handed: looked at again until taken (the G may
+			 * have left the call before the SIGURG came) */
+			if (bb_async_preempt) {
+				/* one SIGURG until its handler has looked: a
+				 * second would cut short the call it restarts */
+				if (!(atomic_fetch_or(&sm->resend, bit) & bit))
+					bb_urg_send(sm->tid);
+			} else {
+				requeue_stashed(sig, sm->tid);
+			}
+			continue;
+		}
+		if (again)
+			continue;
 		handed_seq[sig] = seq;
+		handed_g[sig] = gp;
 		atomic_fetch_or(&gp->procsig, bit);
 		handed = true;
 		bb_interrupt(gp, BB_WAKE_SIGNAL);

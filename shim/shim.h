@@ -324,7 +324,11 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
 		if (bb_run_own_signals_under(m_)) {                            \
 			errno = EINTR;                                         \
 		} else {                                                       \
+			bb_g *mg_ = bb_getg();                                 \
+			mg_->waitmask = m_;                                    \
+			mg_->masked_wait = true;                               \
 			w_ = BB_IN_SYSCALL(ret, call, cancel);                 \
+			mg_->masked_wait = false;                              \
 			int we_ = errno;                                       \
 			if (bb_run_own_signals_under(m_) && w_ < 0)            \
 				we_ = EINTR;                                   \

@@ -540,12 +540,28 @@ static void trampoline(int sig, siginfo_t *si, void *ucv);
  * a thread of its own (the faults, SIGPIPE, SIGXFSZ, a tgkill), an action
  * SA_RESETHAND reset on delivery (the handler must run now), and a second
  * one of a signal already kept. */
-static bool keep_for_sysmon(bb_m *mp, bb_g *gp, int sig, const siginfo_t *si)
+/* kept for sysmon unless SA_RESETHAND reset the action on delivery (the
+ * handler must run now) */
+static bool keep_handled(int sig, const siginfo_t *si)
+{
+	struct kaction ka;
+	if (get_kaction(sig, &ka) != 0 || ka.handler != (void *)trampoline)
+		return false;
+	return bb_stash_signal(sig, si);
+}
+
+/* sent to the process, not to this thread (a tgkill, or a fault of its own) */
+static bool process_directed(int sig, const siginfo_t *si)
 {
 	const uint64_t own_thread = BB_SIGBIT(SIGSEGV) | BB_SIGBIT(SIGBUS) | BB_SIGBIT(SIGFPE) |
 				    BB_SIGBIT(SIGILL) | BB_SIGBIT(SIGTRAP) | BB_SIGBIT(SIGSYS) |
 				    BB_SIGBIT(SIGPIPE) | BB_SIGBIT(SIGXFSZ) | BB_SIGBIT(SIGURG);
-	if (si == NULL || si->si_code == SI_TKILL || (BB_SIGBIT(sig) & own_thread))
+	return si != NULL && si->si_code != SI_TKILL && !(BB_SIGBIT(sig) & own_thread);
+}
+
+static bool keep_for_sysmon(bb_m *mp, bb_g *gp, int sig, const siginfo_t *si)
+{
+	if (!process_directed(sig, si))
 		return false;
 	uint32_t st = gp ? atomic_load(&gp->status) : Gdead;
 	if (st == Gsyscall)
@@ -555,10 +571,7 @@ static bool keep_for_sysmon(bb_m *mp, bb_g *gp, int sig, const siginfo_t *si)
 		return false; /* not waiting: it runs over bobbin's code */
 	if (gp == NULL && mp->sigframe_fp != 0)
 		return false; /* inside another such handler: it runs here */
-	struct kaction ka;
-	if (get_kaction(sig, &ka) != 0 || ka.handler != (void *)trampoline)
-		return false;
-	return bb_stash_signal(sig, si);
+	return keep_handled(sig, si);
 }
 
 static void trampoline(int sig, siginfo_t *si, void *ucv)
@@ -590,6 +603,14 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 		      !bb_sig_native_live(mp, gp, sp);
 	}
 	if (!own && mp && keep_for_sysmon(mp, gp, sig, si))
+		return;
+	/* The kernel gives a process signal to the main thread first when it
+	 * lets it in; the OS thread it picked here (often the process's first,
+	 * which runs any G) may run another. Main takes it instead, through
+	 * sysmon, as a signal kept above: a main that waits in pause() for its
+	 * SIGINT while workers run would otherwise wait on. */
+	if (mp && gp != bb_main_g && bb_main_g != NULL && process_directed(sig, si) &&
+	    bb_g_takes(bb_main_g, BB_SIGBIT(sig)) && keep_handled(sig, si))
 		return;
 	if (!own) {
 		/* not the G's: on no G's stack (a thread bobbin did not make,
@@ -629,6 +650,52 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 			uc->uc_stack = ss;
 	}
 	now->sigmask = ucmask; /* the kernel's mask once the frame returns */
+}
+
+/* A kept signal whose taker sleeps in a system call (main in pause(),
+ * waiting for the SIGALRM that ends stress-ng's stressor): sysmon names it
+ * in mp->resend and sends the G's M bobbin's SIGURG (runtime/sysmon.c). On
+ * that thread, over the call, the program's handler runs here as the
+ * kernel would have run it, had the signal landed there: with the siginfo
+ * kept, under the mask the call waits with plus the action's. Bobbin's
+ * SIGURG restarts what it interrupts: without SA_RESTART the call fails
+ * with EINTR instead, as the signal itself would have made it (the context
+ * the kernel rewound to the system call instruction goes past it). An
+ * action no longer a handler: the kernel's again, on this thread. */
+static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	if (atomic_load(&gp->status) != Gsyscall)
+		return; /* it left the call: sysmon hands them on again */
+	while (bits) {
+		int sig = __builtin_ctzll(bits) + 1;
+		bits &= bits - 1;
+		siginfo_t si;
+		struct kaction ka;
+		if (!bb_g_takes(gp, BB_SIGBIT(sig)) || get_kaction(sig, &ka) != 0 ||
+		    !bb_take_stashed(sig, &si))
+			continue;
+		if (ka.handler != (void *)trampoline) {
+			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
+			continue;
+		}
+		uint64_t during, old;
+		if (gp->masked_wait)
+			during = gp->waitmask;
+		else
+			memcpy(&during, &uc->uc_sigmask, sizeof during);
+		during |= ka.mask | ((ka.flags & KSA_NODEFER) ? 0 : BB_SIGBIT(sig));
+		during &= ~(BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
+		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&during, (long)&old, 8, 0, 0);
+		trampoline(sig, &si, uc);
+		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		if (!(ka.flags & KSA_RESTART) && !bb_pc_in_bobbin(pc) &&
+		    *(const uint16_t *)pc == 0x050f /* syscall */) {
+			uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
+			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(pc + 2);
+		}
+	}
 }
 
 /* an action as the kernel has it, back to what the program installed */
@@ -995,6 +1062,7 @@ void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
 	bb_urg_program_hook = urg_program;
+	bb_resend_hook = run_resent;
 	for (int sig = 1; sig <= 64; sig++)
 		note_action(sig); /* actions set before bobbin started */
 }
