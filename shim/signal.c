@@ -661,7 +661,9 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
  * SIGURG restarts what it interrupts: without SA_RESTART the call fails
  * with EINTR instead, as the signal itself would have made it (the context
  * the kernel rewound to the system call instruction goes past it). An
- * action no longer a handler: the kernel's again, on this thread. */
+ * action no longer a handler, or a G on its way into a masked wait (whose
+ * call will let the signal in): the kernel's again, pending on this
+ * thread, siginfo and all (a thread may queue any code to itself). */
 static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 {
 	ucontext_t *uc = ucv;
@@ -675,7 +677,15 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 		if (!bb_g_takes(gp, BB_SIGBIT(sig)) || get_kaction(sig, &ka) != 0 ||
 		    !bb_take_stashed(sig, &si))
 			continue;
-		if (ka.handler != (void *)trampoline) {
+		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+		bool at_call = !bb_pc_in_bobbin(pc) && *(const uint16_t *)pc == 0x050f; /* syscall */
+		bool cut = !bb_pc_in_bobbin(pc) && *(const uint16_t *)(pc - 2) == 0x050f &&
+			   uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
+		if (ka.handler != (void *)trampoline ||
+		    (gp->masked_wait && !at_call && !cut)) {
+			/* the kernel's on this thread: an action no longer a
+			 * handler, or a masked wait not yet in its call, which
+			 * will take it there */
 			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
 			continue;
 		}
@@ -689,9 +699,7 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&during, (long)&old, 8, 0, 0);
 		trampoline(sig, &si, uc);
 		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
-		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-		if (!(ka.flags & KSA_RESTART) && !bb_pc_in_bobbin(pc) &&
-		    *(const uint16_t *)pc == 0x050f /* syscall */) {
+		if (at_call && !(ka.flags & KSA_RESTART)) {
 			uc->uc_mcontext.gregs[REG_RAX] = -EINTR;
 			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(pc + 2);
 		}
