@@ -1,19 +1,22 @@
-/* signal_to_waiter — a process signal sent while main waits in pause() or
- * sigsuspend() runs its handler on main and ends the wait, however busy the
- * other threads are.
+/* signal_to_waiter — a process signal sent while main waits in pause(),
+ * flock() or sigsuspend() runs its handler on main and ends or restarts the
+ * wait as its action says, however busy the other threads are.
  *
  * Three workers hand a counter around a mutex and condition variable as fast
  * as they can (their OS threads keep switching between them). A sender
  * thread, which blocks SIGUSR1, waits for main to announce a round and to be
  * asleep (its kernel thread's state; or 50 ms), and sends kill(getpid(),
- * SIGUSR1); the handler (no SA_RESTART) notes the thread it ran on.
- *   1. The workers let SIGUSR1 in; main lets it in and waits in pause():
- *      200 rounds.
- *   2. Three new workers block it; main blocks it and waits in sigsuspend()
- *      with an empty mask: 200 rounds.
+ * SIGUSR1); the handler notes the thread it ran on. 100 rounds of each:
+ *   1. The workers let SIGUSR1 in; main lets it in and waits in pause().
+ *   2. main waits in flock() of a file the sender holds locked, the action
+ *      without SA_RESTART: the call fails with EINTR.
+ *   3. The same with SA_RESTART: the call goes on, and gets the lock once the
+ *      sender, having seen the handler run, lets go.
+ *   4. Three new workers block it; main blocks it and waits in sigsuspend()
+ *      with an empty mask.
  * The kernel gives a process signal to the main thread first when it lets it
- * in (in 2, only main does, inside its sigsuspend), so natively every round's
- * handler runs on main and its wait returns -1 with EINTR. A round whose
+ * in (in 4, only main does, inside its sigsuspend), so natively every round's
+ * handler runs on main and its wait ends as described. A round whose
  * wait has not ended after 5 s gets another signal (counted: natively none
  * is needed).
  *
@@ -23,11 +26,16 @@
  * for its SIGALRM for ever (1 run in 5). One that landed on a worker's code
  * ran its handler there, and main's pause went on. In sigsuspend, main's
  * mask for the wait was not seen, and a signal kept for it went back to the
- * kernel as sigqueue's.
+ * kernel as sigqueue's. (Bobbin now runs the handler over main's call from
+ * its own SIGURG, which the kernel restarts calls after: phase 2 checks that
+ * flock still fails.)
  *
  * stdout: one line per phase, then one for the handlers.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <sys/file.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,7 +46,7 @@
 
 #include "probe.h"
 
-#define ROUNDS 200
+#define ROUNDS 100
 
 static pthread_t main_th;
 static atomic_int on_main, on_other, round_ready = -1, round_done = -1, stop;
@@ -99,6 +107,11 @@ static void wait_main_asleep(void)
     }
 }
 
+/* the phases, ROUNDS rounds each */
+enum { P_PAUSE, P_FLOCK, P_FLOCK_RESTART, P_SIGSUSPEND, NPHASES };
+static int lockfd; /* the sender's open file description of the lock file */
+static atomic_int sender_locked = -1;
+
 static void *sender(void *arg)
 {
     (void)arg;
@@ -106,16 +119,29 @@ static void *sender(void *arg)
     sigemptyset(&s);
     sigaddset(&s, SIGUSR1);
     REQUIRE(pthread_sigmask(SIG_BLOCK, &s, NULL) == 0, "block in sender");
-    for (int r = 0; r < 2 * ROUNDS; r++) {
+    for (int r = 0; r < NPHASES * ROUNDS; r++) {
+        int phase = r / ROUNDS;
+        bool locks = phase == P_FLOCK || phase == P_FLOCK_RESTART;
+        if (locks)
+            REQUIRE(flock(lockfd, LOCK_EX) == 0, "sender's flock");
+        atomic_store(&sender_locked, r);
         while (atomic_load(&round_ready) < r)
             sched_yield();
         sleep_ms(1);
         wait_main_asleep();
+        int handled = atomic_load(&on_main) + atomic_load(&on_other);
         kill(getpid(), SIGUSR1);
         /* 5 s: a lost signal, not a slow one */
         struct timespec t0, now;
         clock_gettime(CLOCK_MONOTONIC, &t0);
+        bool unlocked = false;
         while (atomic_load(&round_done) < r) {
+            if (phase == P_FLOCK_RESTART && !unlocked &&
+                atomic_load(&on_main) + atomic_load(&on_other) > handled) {
+                /* the handler ran: the flock goes on until it gets the lock */
+                REQUIRE(flock(lockfd, LOCK_UN) == 0, "sender's unlock");
+                unlocked = true;
+            }
             sleep_ms(1);
             clock_gettime(CLOCK_MONOTONIC, &now);
             if (now.tv_sec - t0.tv_sec >= 5) {
@@ -124,6 +150,8 @@ static void *sender(void *arg)
                 t0 = now;
             }
         }
+        if (locks && !unlocked)
+            REQUIRE(flock(lockfd, LOCK_UN) == 0, "sender's unlock");
     }
     return NULL;
 }
@@ -150,25 +178,69 @@ static void stop_workers(void)
         pthread_join(w[k], NULL);
 }
 
+/* main's side of a round: announce it once the sender holds what it must,
+ * wait */
+static void ready(int r)
+{
+    while (atomic_load(&sender_locked) < r)
+        sched_yield();
+    atomic_store(&round_ready, r);
+}
+
 int main(void)
 {
     main_th = pthread_self();
+    char path[] = "/tmp/signal_to_waiter.XXXXXX";
+    int mfd = mkstemp(path);
+    REQUIRE(mfd >= 0, "mkstemp");
+    lockfd = open(path, O_RDWR); /* another open file description: its own lock */
+    REQUIRE(lockfd >= 0, "open");
+    unlink(path);
     REQUIRE(probe_on_signal(SIGUSR1, on_usr1, 0) == 0, "sigaction");
     pthread_t snd;
     start_workers();
     REQUIRE(pthread_create(&snd, NULL, sender, NULL) == 0, "create sender");
 
-    int eintr = 0;
-    for (int r = 0; r < ROUNDS; r++) {
-        atomic_store(&round_ready, r);
+    /* 1 */
+    int ok = 0, r = 0;
+    for (int i = 0; i < ROUNDS; i++, r++) {
+        ready(r);
         int ret = pause();
-        int e = errno;
-        eintr += ret == -1 && e == EINTR;
+        ok += ret == -1 && errno == EINTR;
         atomic_store(&round_done, r);
     }
-    CHECK(eintr == ROUNDS, "pause: %d of %d waits ended with EINTR", eintr, ROUNDS);
-    printf("pause: every wait ended: %s\n", eintr == ROUNDS ? "yes" : "no");
+    CHECK(ok == ROUNDS, "pause: %d of %d waits ended with EINTR", ok, ROUNDS);
+    printf("pause: every wait ended with EINTR: %s\n", ok == ROUNDS ? "yes" : "no");
 
+    /* 2: no SA_RESTART, flock fails with EINTR */
+    ok = 0;
+    for (int i = 0; i < ROUNDS; i++, r++) {
+        ready(r);
+        int ret = flock(mfd, LOCK_EX);
+        ok += ret == -1 && errno == EINTR;
+        if (ret == 0)
+            flock(mfd, LOCK_UN);
+        atomic_store(&round_done, r);
+    }
+    CHECK(ok == ROUNDS, "flock: %d of %d waits ended with EINTR", ok, ROUNDS);
+    printf("flock: every wait ended with EINTR: %s\n", ok == ROUNDS ? "yes" : "no");
+
+    /* 3: SA_RESTART, flock goes on and gets the lock */
+    REQUIRE(probe_on_signal(SIGUSR1, on_usr1, SA_RESTART) == 0, "sigaction");
+    ok = 0;
+    for (int i = 0; i < ROUNDS; i++, r++) {
+        ready(r);
+        int ret = flock(mfd, LOCK_EX);
+        ok += ret == 0;
+        if (ret == 0)
+            flock(mfd, LOCK_UN);
+        atomic_store(&round_done, r);
+    }
+    CHECK(ok == ROUNDS, "flock with SA_RESTART: %d of %d got the lock", ok, ROUNDS);
+    printf("flock with SA_RESTART: every wait got the lock: %s\n", ok == ROUNDS ? "yes" : "no");
+    REQUIRE(probe_on_signal(SIGUSR1, on_usr1, 0) == 0, "sigaction");
+
+    /* 4 */
     sigset_t blk, none;
     sigemptyset(&blk);
     sigaddset(&blk, SIGUSR1);
@@ -176,15 +248,15 @@ int main(void)
     REQUIRE(pthread_sigmask(SIG_BLOCK, &blk, NULL) == 0, "block in main");
     stop_workers();
     start_workers(); /* blocking it too: created with main's mask */
-    eintr = 0;
-    for (int r = ROUNDS; r < 2 * ROUNDS; r++) {
-        atomic_store(&round_ready, r);
+    ok = 0;
+    for (int i = 0; i < ROUNDS; i++, r++) {
+        ready(r);
         int ret = sigsuspend(&none);
-        eintr += ret == -1 && errno == EINTR;
+        ok += ret == -1 && errno == EINTR;
         atomic_store(&round_done, r);
     }
-    CHECK(eintr == ROUNDS, "sigsuspend: %d of %d waits ended with EINTR", eintr, ROUNDS);
-    printf("sigsuspend: every wait ended: %s\n", eintr == ROUNDS ? "yes" : "no");
+    CHECK(ok == ROUNDS, "sigsuspend: %d of %d waits ended with EINTR", ok, ROUNDS);
+    printf("sigsuspend: every wait ended with EINTR: %s\n", ok == ROUNDS ? "yes" : "no");
 
     stop_workers();
     pthread_join(snd, NULL);
@@ -192,7 +264,8 @@ int main(void)
     int om = atomic_load(&on_main), oo = atomic_load(&on_other), rs = atomic_load(&resends);
     CHECK(rs == 0, "%d rounds needed a second signal (the first one's wait never ended)", rs);
     CHECK(oo == 0, "%d handlers ran on another thread than main (%d on main)", oo, om);
-    CHECK(om == 2 * ROUNDS + rs, "%d handlers ran on main, %d signals sent", om, 2 * ROUNDS + rs);
+    CHECK(om == NPHASES * ROUNDS + rs, "%d handlers ran on main, %d signals sent", om,
+          NPHASES * ROUNDS + rs);
     printf("handlers on main: %s\n", oo == 0 && rs == 0 ? "all" : "not all");
     return probe_exit("signal_to_waiter");
 }
