@@ -608,8 +608,10 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	 * lets it in; the OS thread it picked here (often the process's first,
 	 * which runs any G) may run another. Main takes it instead, through
 	 * sysmon, as a signal kept above: a main that waits in pause() for its
-	 * SIGINT while workers run would otherwise wait on. */
-	if (mp && gp != bb_main_g && bb_main_g != NULL && process_directed(sig, si) &&
+	 * SIGINT while workers run would otherwise wait on. Not SIGCHLD: the
+	 * kernel prefers the thread that forked the child (its parent task),
+	 * which is the OS thread it landed on. */
+	if (mp && sig != SIGCHLD && gp != bb_main_g && bb_main_g != NULL && process_directed(sig, si) &&
 	    bb_g_takes(bb_main_g, BB_SIGBIT(sig)) && keep_handled(sig, si))
 		return;
 	if (!own) {
