@@ -174,6 +174,8 @@ static int lock_common(bb_mutex *m, int64_t deadline, bool try)
 	atomic_store_explicit(&m->owner, self, memory_order_relaxed);
 	m->count = 1;
 	m->nusers++;
+	if (!try)
+		bb_signals_after_wake();
 	return 0;
 }
 

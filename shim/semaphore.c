@@ -105,6 +105,8 @@ static int wait_slow(bb_sem *s, clockid_t clock, const struct timespec *abstime)
 	gp->wakeon = BB_WAKE_CANCEL | BB_WAKE_SIGNAL;
 	int ret = wait_registered(s, deadline, abstime != NULL);
 	bb_getg()->wakeon = 0;
+	if (ret == 0)
+		bb_signals_after_wake();
 	return ret;
 }
 

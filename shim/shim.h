@@ -250,6 +250,26 @@ static inline bool bb_take_eintr(void)
 	return true;
 }
 
+/* A wait that a wake-up ended: the signals sent to the G while it was
+ * runnable (pthread_kill leaves them pending for a G that is not running)
+ * run now, before the program goes on, as the kernel runs them on the way
+ * out of a futex wait. The wait's result stands: no EINTR. */
+static inline void bb_signals_after_wake(void)
+{
+	bb_g *gp = bb_getg();
+	if (__builtin_expect(((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+			       atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
+			      ~gp->sigmask) != 0,
+			     0) &&
+	    !gp->rt_nested) {
+		bool ran = gp->sig_ran, eintr = gp->sig_eintr;
+		bb_deliver_signals();
+		gp = bb_getg();
+		gp->sig_ran = ran;
+		gp->sig_eintr = eintr;
+	}
+}
+
 static inline void bb_testcancel(void)
 {
 	/* struct pthread.cancelhandling: CANCELED (8) set, and not disabled (1),

@@ -307,6 +307,55 @@ static void program_action(int sig, struct kaction *ka);
 static int get_kaction(int sig, struct kaction *ka);
 static void reset_hand(int sig);
 
+/* Run sig's action on the G as the kernel would on its thread, si its
+ * siginfo: the G's own handler, under its mask plus the action's */
+static void run_action(int sig, siginfo_t *si)
+{
+	bb_g *gp = bb_getg();
+	struct kaction ka;
+	if (get_kaction(sig, &ka) != 0)
+		return;
+	program_action(sig, &ka);
+	if (ka.handler == SIG_IGN) {
+		gp->sig_ignored = true;
+		return;
+	}
+	if (ka.handler == SIG_DFL) {
+		if (!default_ignores(sig)) /* the default action is the process's */
+			bb_rawsyscall6(SYS_tgkill, getpid(), bb_getm()->tid, sig, 0, 0, 0);
+		else
+			gp->sig_ignored = true;
+		return;
+	}
+	uint64_t saved = gp->sigmask;
+	uint64_t during = saved | ka.mask;
+	if (!(ka.flags & KSA_NODEFER))
+		during |= 1ull << (sig - 1);
+	gp->sigmask = during;
+	bb_apply_sigmask(bb_getm(), during);
+	if (ka.flags & KSA_RESETHAND)
+		reset_hand(sig);
+	int saved_errno = errno;
+	if (ka.flags & KSA_SIGINFO) {
+		/* the third argument is never NULL from the kernel: a
+		 * context of this point, with the mask the G had */
+		ucontext_t uc;
+		getcontext(&uc);
+		sigemptyset(&uc.uc_sigmask);
+		memcpy(&uc.uc_sigmask, &saved, sizeof saved);
+		((void (*)(int, siginfo_t *, void *))ka.handler)(sig, si, &uc);
+	} else {
+		((void (*)(int))ka.handler)(sig);
+	}
+	errno = saved_errno;
+	gp = bb_getg();
+	gp->sigmask = saved;
+	bb_apply_sigmask(bb_getm(), saved | atomic_load(&gp->procsig));
+	gp->sig_ran = true;
+	if (!(ka.flags & KSA_RESTART))
+		gp->sig_eintr = true;
+}
+
 void bb_deliver_signals(void)
 {
 	bb_g *gp = bb_getg();
@@ -330,48 +379,8 @@ void bb_deliver_signals(void)
 			if (!taken)
 				continue;
 		}
-		struct kaction ka;
-		if (get_kaction(sig, &ka) != 0)
-			continue;
-		program_action(sig, &ka);
-		if (ka.handler == SIG_IGN) {
-			gp->sig_ignored = true;
-			continue;
-		}
-		if (ka.handler == SIG_DFL) {
-			if (!default_ignores(sig)) /* the default action is the process's */
-				bb_rawsyscall6(SYS_tgkill, getpid(), bb_getm()->tid, sig, 0, 0, 0);
-			else
-				gp->sig_ignored = true;
-			continue;
-		}
-		uint64_t saved = gp->sigmask;
-		uint64_t during = saved | ka.mask;
-		if (!(ka.flags & KSA_NODEFER))
-			during |= 1ull << (sig - 1);
-		gp->sigmask = during;
-		bb_apply_sigmask(bb_getm(), during);
-		if (ka.flags & KSA_RESETHAND)
-			reset_hand(sig);
-		int saved_errno = errno;
-		if (ka.flags & KSA_SIGINFO) {
-			/* the third argument is never NULL from the kernel: a
-			 * context of this point, with the mask the G had */
-			ucontext_t uc;
-			getcontext(&uc);
-			sigemptyset(&uc.uc_sigmask);
-			memcpy(&uc.uc_sigmask, &saved, sizeof saved);
-			((void (*)(int, siginfo_t *, void *))ka.handler)(sig, &si, &uc);
-		} else {
-			((void (*)(int))ka.handler)(sig);
-		}
-		errno = saved_errno;
+		run_action(sig, &si);
 		gp = bb_getg();
-		gp->sigmask = saved;
-		bb_apply_sigmask(bb_getm(), saved | atomic_load(&gp->procsig));
-		gp->sig_ran = true;
-		if (!(ka.flags & KSA_RESTART))
-			gp->sig_eintr = true;
 	}
 }
 
@@ -419,6 +428,21 @@ static void note_action(int sig)
 		note_handler(sig, ka.handler);
 }
 
+/* Of the process signals sigs, those that go to main rather than gp, as
+ * the kernel gives them to the main thread first when it lets them in.
+ * Not SIGCHLD: the kernel prefers the thread that forked the child (its
+ * parent task), which is the OS thread it lands on or is pending for. */
+static uint64_t main_takes(bb_g *gp, uint64_t sigs)
+{
+	uint64_t r = 0;
+	if (gp == bb_main_g || bb_main_g == NULL)
+		return 0;
+	for (uint64_t s = sigs & ~BB_SIGBIT(SIGCHLD); s; s &= s - 1)
+		if (bb_g_takes(bb_main_g, s & -s))
+			r |= s & -s;
+	return r;
+}
+
 bool bb_block_handled_for_wait(void)
 {
 	bb_g *gp = bb_getg();
@@ -434,10 +458,14 @@ bool bb_block_handled_for_wait(void)
 	 * seen again */
 	bb_sigwatch_add(catch);
 	/* one already pending ends the sleep before it starts, as the
-	 * kernel's nanosleep returns EINTR at once: its handler runs here */
+	 * kernel's nanosleep returns EINTR at once: its handler runs here.
+	 * Not one main takes: the kernel gives it to main first (sysmon
+	 * hands it on) */
 	uint64_t pend = 0;
-	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) == 0 && (pend & catch)) {
-		atomic_fetch_or(&gp->procsig, pend & catch);
+	if (bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) == 0)
+		pend &= catch & ~main_takes(gp, pend & catch);
+	if (pend) {
+		atomic_fetch_or(&gp->procsig, pend);
 		bb_deliver_signals();
 		if (bb_getg()->sig_ran)
 			return true;
@@ -608,11 +636,9 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	 * lets it in; the OS thread it picked here (often the process's first,
 	 * which runs any G) may run another. Main takes it instead, through
 	 * sysmon, as a signal kept above: a main that waits in pause() for its
-	 * SIGINT while workers run would otherwise wait on. Not SIGCHLD: the
-	 * kernel prefers the thread that forked the child (its parent task),
-	 * which is the OS thread it landed on. */
-	if (mp && sig != SIGCHLD && gp != bb_main_g && bb_main_g != NULL && process_directed(sig, si) &&
-	    bb_g_takes(bb_main_g, BB_SIGBIT(sig)) && keep_handled(sig, si))
+	 * SIGINT while workers run would otherwise wait on. */
+	if (mp && process_directed(sig, si) && main_takes(gp, BB_SIGBIT(sig)) &&
+	    keep_handled(sig, si))
 		return;
 	if (!own) {
 		/* not the G's: on no G's stack (a thread bobbin did not make,
@@ -1154,6 +1180,40 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	}
 	post_signal(gp, st, sig);
 	return 0;
+}
+
+/* kill(getpid(), sig) from main: the kernel gives a process signal to the
+ * main thread first, here the caller, whose handler has run by the time
+ * kill returns (Python's os.kill of its own pid, then a look at what the
+ * handler did). The kernel would pick main's first OS thread, which runs
+ * any G: main runs the action itself, with kill's siginfo, as if the
+ * kernel had handed it the signal on the way out of the call. */
+BB_EXPORT int kill(pid_t pid, int sig)
+{
+	static int (*real)(pid_t, int);
+	if (real == NULL)
+		real = (int (*)(pid_t, int))dlsym(RTLD_NEXT, "kill");
+	if (pid > 0 && sig > 0 && sig <= 64 && bb_active && bb_on_g()) {
+		bb_g *gp = bb_getg();
+		uint64_t bit = BB_SIGBIT(sig);
+		if (gp == bb_main_g && pid == getpid() && !(bit & BB_GLIBC_SIGNALS) &&
+		    !((gp->sigmask | atomic_load(&gp->procsig)) & bit)) {
+			siginfo_t si;
+			memset(&si, 0, sizeof si);
+			si.si_signo = sig;
+			si.si_code = SI_USER;
+			si.si_pid = pid;
+			si.si_uid = getuid();
+			/* kill waits for nothing: no wait of the G's to cut short */
+			bool eintr = gp->sig_eintr, ran = gp->sig_ran;
+			run_action(sig, &si);
+			gp = bb_getg();
+			gp->sig_eintr = eintr;
+			gp->sig_ran = ran;
+			return 0;
+		}
+	}
+	return real(pid, sig);
 }
 
 /* pthread_sigqueue: pthread_kill with a value (SI_QUEUE). glibc's would
