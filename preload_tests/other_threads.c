@@ -25,9 +25,15 @@
  *    again (POSIX; bobbin's left the control "in progress" and the next
  *    caller waited for ever). And one cancelled inside init while another
  *    thread waits in pthread_once for it: the waiter runs init.
+ * 5. A thread pinned to one CPU creates a thread with another CPU in its
+ *    attributes, and pins a live thread to another CPU: both succeed and
+ *    the threads run there (bobbin checked the CPUs against the caller's
+ *    own mask and said EINVAL: libgomp with OMP_PROC_BIND, which pins main
+ *    first, could start no worker).
  * A watchdog (alarm) turns a hang into exit 1.
  */
 #include <errno.h>
+#include <semaphore.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -257,6 +263,75 @@ static void create_attrs(void)
     pthread_join(t, NULL);
 }
 
+/* 5: a thread pinned to one CPU gives another thread a different one */
+static int pin_a, pin_b;
+
+static void *report_pin(void *arg)
+{
+    (void)arg;
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    sched_getaffinity(0, sizeof cs, &cs);
+    printf("  its CPUs: %s\n", CPU_COUNT(&cs) == 1 && CPU_ISSET(pin_b, &cs) ? "the other one" : "others");
+    return NULL;
+}
+
+static void *wait_pin(void *arg)
+{
+    sem_t *go = arg;
+    while (sem_wait(go) != 0)
+        ;
+    return report_pin(NULL);
+}
+
+static void *pinned_creator(void *arg)
+{
+    (void)arg;
+    cpu_set_t a, b;
+    CPU_ZERO(&a);
+    CPU_SET(pin_a, &a);
+    CPU_ZERO(&b);
+    CPU_SET(pin_b, &b);
+    SHOW("pin itself to one CPU", pthread_setaffinity_np(pthread_self(), sizeof a, &a));
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setaffinity_np(&at, sizeof b, &b);
+    pthread_t t;
+    int err = pthread_create(&t, &at, report_pin, NULL);
+    SHOW("create with another CPU", err);
+    if (err == 0)
+        pthread_join(t, NULL);
+    pthread_attr_destroy(&at);
+    sem_t go;
+    sem_init(&go, 0, 0);
+    REQUIRE(pthread_create(&t, NULL, wait_pin, &go) == 0, "pthread_create");
+    SHOW("setaffinity(other thread, another CPU)", pthread_setaffinity_np(t, sizeof b, &b));
+    sem_post(&go);
+    pthread_join(t, NULL);
+    return NULL;
+}
+
+static void pinned_pins_other(void)
+{
+    cpu_set_t allowed;
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0, "sched_getaffinity");
+    pin_a = pin_b = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &allowed)) {
+            if (pin_a < 0)
+                pin_a = c;
+            else if (pin_b < 0)
+                pin_b = c;
+        }
+    if (pin_b < 0) {
+        printf("pinned creator: one CPU only, nothing to show\n");
+        return;
+    }
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, pinned_creator, NULL) == 0, "pthread_create");
+    pthread_join(t, NULL);
+}
+
 int main(void)
 {
     signal(SIGALRM, on_alarm); /* probe.h's watchdog */
@@ -269,5 +344,7 @@ int main(void)
     ended_thread();
     current_probe = "pthread_once abandoned by init";
     once_abandoned();
+    current_probe = "a pinned thread pins another";
+    pinned_pins_other();
     return probe_exit("other_threads");
 }

@@ -38,9 +38,15 @@ static void mexit(void)
 		bb_rawsyscall6(SYS_exit, 0, 0, 0, 0, 0, 0);
 }
 
+/* the CPUs the process could use when bobbin started (its first thread's
+ * mask, before the program ran) */
+static cpu_set_t start_cpus;
+static bool start_cpus_known;
+
 void bb_identity_init(void)
 {
 	bb_mexit_hook = mexit;
+	start_cpus_known = bb_sys(SYS_sched_getaffinity, 0, sizeof start_cpus, &start_cpus) > 0;
 }
 
 BB_EXPORT void bobbin_lock_os_thread(void)
@@ -121,13 +127,18 @@ static void fill_mask(bb_g *gp, const void *arg)
 	memcpy(gp->kaff, m->set, gp->kaffsize);
 }
 
-/* the CPUs this process may run on, from the OS thread that asks (every
- * M starts with the process's mask) */
+/* set names a CPU this process may run on: one of those it had at start,
+ * or of the asking OS thread's own mask. Not that mask alone: a thread
+ * pinned to CPU 0 may pin another to CPU 1 (libgomp with OMP_PROC_BIND
+ * pins main, then creates its workers with other CPUs; every one failed
+ * with EINVAL) */
 bool bb_mask_usable(size_t size, const cpu_set_t *set)
 {
 	cpu_set_t allowed;
 	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
 		return true;
+	if (start_cpus_known)
+		CPU_OR(&allowed, &allowed, &start_cpus);
 	size_t n = size < sizeof allowed ? size : sizeof allowed;
 	const unsigned char *a = (const unsigned char *)&allowed, *b = (const unsigned char *)set;
 	for (size_t i = 0; i < n; i++)

@@ -181,8 +181,11 @@ static int join_waiting(bb_g *gp, void **ret, int mode, int64_t deadline)
 		if (!__atomic_load_n(&gp->exited, __ATOMIC_ACQUIRE))
 			bb_testcancel();
 		int err = bb_gjoin(gp, ret, mode, deadline);
-		if (err != EINTR)
+		if (err != EINTR) {
+			if (err == 0 && mode != BB_JOIN_TRY)
+				bb_signals_after_wake();
 			return err;
+		}
 		/* EINTR: interrupted by pthread_cancel (checked above) or by a
 		 * pthread_kill, whose handler runs now; the join goes on */
 		bb_take_eintr();

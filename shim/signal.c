@@ -709,11 +709,20 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 		bool at_call = !bb_pc_in_bobbin(pc) && *(const uint16_t *)pc == 0x050f; /* syscall */
 		bool cut = !bb_pc_in_bobbin(pc) && *(const uint16_t *)(pc - 2) == 0x050f &&
 			   uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
+		/* the thread's mask where the SIGURG landed, less the signals
+		 * handed to the G, which bobbin blocks on its M until taken */
+		uint64_t kmask;
+		memcpy(&kmask, &uc->uc_sigmask, sizeof kmask);
+		kmask &= ~atomic_load(&gp->procsig);
 		if (ka.handler != (void *)trampoline ||
-		    (gp->masked_wait && !at_call && !cut)) {
+		    (gp->masked_wait && !at_call && !cut) ||
+		    (!gp->masked_wait && (kmask & BB_SIGBIT(sig)))) {
 			/* the kernel's on this thread: an action no longer a
-			 * handler, or a masked wait not yet in its call, which
-			 * will take it there */
+			 * handler, a masked wait not yet in its call, which
+			 * will take it there, or a thread that blocks it now
+			 * (inside a handler of the signal that runs natively,
+			 * over glibc's code: a second one ran inside the first,
+			 * and a token the two passed round was lost) */
 			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
 			continue;
 		}
