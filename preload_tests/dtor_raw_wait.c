@@ -1,0 +1,118 @@
+/* dtor_raw_wait — a thread's TSD destructor and thread_local destructor that
+ * wait with their own system call (a futex, as libgomp's destructor does for a
+ * thread that used OpenMP) for a thread that is still computing.
+ *
+ * A worker sets a TSD value (destructor: wait on a futex word with a raw
+ * `syscall` instruction until another thread sets it) and returns. A second
+ * thread computes (no call at all) until the worker has begun to exit, then
+ * sets the word and wakes it. Three rounds; then the same with a C++-less
+ * thread_local destructor registered with __cxa_thread_atexit_impl.
+ *
+ * Checks: every round ends, the destructors ran once each.
+ * Under bobbin at BOBBIN_MAXPROCS=1 the destructor kept the only processor
+ * while asleep in the kernel (bobbin's exit code was marked below it, and
+ * sysmon does not take the P from a thread asleep under bobbin's frames): the
+ * computing thread never ran, and the process hung (libgomp: any thread that
+ * used OpenMP hung in its exit).
+ *
+ * stdout: one line per kind.
+ */
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+
+#define PROBE_NAME "dtor_raw_wait"
+#include "probe.h"
+
+static volatile int word, exiting;
+static atomic_int ran;
+static pthread_key_t key;
+
+static long raw_futex(volatile int *a, int op, int v)
+{
+    long r;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "0"((long)SYS_futex), "D"(a), "S"((long)op), "d"((long)v), "r"(r10)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+
+static void wait_word(void)
+{
+    exiting = 1;
+    while (!word)
+        raw_futex(&word, FUTEX_WAIT_PRIVATE, 0);
+    atomic_fetch_add(&ran, 1);
+}
+
+static void tsd_dtor(void *v)
+{
+    (void)v;
+    wait_word();
+}
+
+static void tl_dtor(void *v)
+{
+    (void)v;
+    wait_word();
+}
+
+extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso);
+extern void *__dso_handle;
+
+static void *worker(void *arg)
+{
+    if (arg)
+        __cxa_thread_atexit_impl(tl_dtor, NULL, &__dso_handle);
+    else
+        pthread_setspecific(key, (void *)1);
+    return NULL;
+}
+
+static void *computer(void *arg)
+{
+    (void)arg;
+    while (!exiting)
+        ; /* computes, no call */
+    volatile unsigned long x = 0;
+    for (unsigned long i = 0; i < 20000000UL; i++)
+        x += i;
+    word = 1;
+    raw_futex(&word, FUTEX_WAKE_PRIVATE, 1 << 30);
+    return NULL;
+}
+
+static int rounds(void *kind)
+{
+    int before = atomic_load(&ran);
+    for (int r = 0; r < 3; r++) {
+        word = 0;
+        exiting = 0;
+        pthread_t c, w;
+        REQUIRE(pthread_create(&c, NULL, computer, NULL) == 0, "create");
+        REQUIRE(pthread_create(&w, NULL, worker, kind) == 0, "create");
+        pthread_join(w, NULL);
+        pthread_join(c, NULL);
+    }
+    return atomic_load(&ran) - before;
+}
+
+int main(void)
+{
+    signal(SIGALRM, on_alarm); /* probe.h's watchdog */
+    alarm(60);
+    REQUIRE(pthread_key_create(&key, tsd_dtor) == 0, "pthread_key_create");
+    current_probe = "TSD destructor";
+    int n = rounds(NULL);
+    CHECK(n == 3, "TSD destructors ran %d times of 3", n);
+    printf("TSD destructor waiting in its own futex call: %d of 3 rounds ended\n", n);
+    current_probe = "thread_local destructor";
+    n = rounds((void *)1);
+    CHECK(n == 3, "thread_local destructors ran %d times of 3", n);
+    printf("thread_local destructor waiting in its own futex call: %d of 3 rounds ended\n", n);
+    return probe_exit("dtor_raw_wait");
+}
