@@ -6,7 +6,8 @@
  * `syscall` instruction until another thread sets it) and returns. A second
  * thread computes (no call at all) until the worker has begun to exit, then
  * sets the word and wakes it. Three rounds; then the same with a C++-less
- * thread_local destructor registered with __cxa_thread_atexit_impl.
+ * thread_local destructor registered with __cxa_thread_atexit_impl, then with
+ * a pthread_once init routine that waits so (the worker calls pthread_once).
  *
  * Checks: every round ends, the destructors ran once each.
  * Under bobbin at BOBBIN_MAXPROCS=1 the destructor kept the only processor
@@ -64,10 +65,16 @@ static void tl_dtor(void *v)
 extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *arg, void *dso);
 extern void *__dso_handle;
 
+static pthread_once_t onces[3] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
+static int once_round;
+
 static void *worker(void *arg)
 {
-    if (arg)
+    long kind = (long)arg;
+    if (kind == 1)
         __cxa_thread_atexit_impl(tl_dtor, NULL, &__dso_handle);
+    else if (kind == 2)
+        pthread_once(&onces[once_round], wait_word);
     else
         pthread_setspecific(key, (void *)1);
     return NULL;
@@ -90,6 +97,7 @@ static int rounds(void *kind)
 {
     int before = atomic_load(&ran);
     for (int r = 0; r < 3; r++) {
+        once_round = r;
         word = 0;
         exiting = 0;
         pthread_t c, w;
@@ -114,5 +122,9 @@ int main(void)
     n = rounds((void *)1);
     CHECK(n == 3, "thread_local destructors ran %d times of 3", n);
     printf("thread_local destructor waiting in its own futex call: %d of 3 rounds ended\n", n);
+    current_probe = "pthread_once init routine";
+    n = rounds((void *)2);
+    CHECK(n == 3, "pthread_once init routines ran %d times of 3", n);
+    printf("pthread_once routine waiting in its own futex call: %d of 3 rounds ended\n", n);
     return probe_exit("dtor_raw_wait");
 }
