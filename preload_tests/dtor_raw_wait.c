@@ -31,15 +31,9 @@ static volatile int word, exiting;
 static atomic_int ran;
 static pthread_key_t key;
 
-static long raw_futex(volatile int *a, int op, int v)
+static long raw_futex(volatile int *addr, int op, int val)
 {
-    long r;
-    register long r10 __asm__("r10") = 0;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "0"((long)SYS_futex), "D"(a), "S"((long)op), "d"((long)v), "r"(r10)
-                     : "rcx", "r11", "memory");
-    return r;
+    return probe_raw_syscall6(SYS_futex, (long)addr, op, val, 0, 0, 0);
 }
 
 static void wait_word(void)

@@ -71,6 +71,23 @@ static inline void *probe_spin(void *stop)
     return NULL;
 }
 
+/* A system call made by the program's own `syscall` instruction, not
+ * through libc (what bobbin cannot interpose): the kernel's convention, a
+ * negative errno, errno untouched. x86_64. */
+static inline long probe_raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5,
+                                      long a6)
+{
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8") = a5;
+    register long r9 __asm__("r9") = a6;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
 static inline int probe_exit(const char *name)
 {
     int n = atomic_load(&probe_failures);

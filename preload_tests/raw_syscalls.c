@@ -39,20 +39,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* the kernel's convention: a negative errno, errno untouched */
-static long raw6(long n, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-    register long r10 __asm__("r10") = a4;
-    register long r8 __asm__("r8") = a5;
-    register long r9 __asm__("r9") = a6;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
-}
-
 static atomic_int stop_spin;
 
 /* ---- 1. poll, ppoll, epoll_wait ---- */
@@ -66,9 +52,9 @@ static void *raw_waiter(void *arg)
     struct epoll_event ev;
     long r;
     switch (kind) {
-    case 0: r = raw6(SYS_poll, (long)&p, 1, -1, 0, 0, 0); break;
-    case 1: r = raw6(SYS_ppoll, (long)&p, 1, 0, 0, 8, 0); break;
-    default: r = raw6(SYS_epoll_wait, ep, (long)&ev, 1, -1, 0, 0); break;
+    case 0: r = probe_raw_syscall6(SYS_poll, (long)&p, 1, -1, 0, 0, 0); break;
+    case 1: r = probe_raw_syscall6(SYS_ppoll, (long)&p, 1, 0, 0, 8, 0); break;
+    default: r = probe_raw_syscall6(SYS_epoll_wait, ep, (long)&ev, 1, -1, 0, 0); break;
     }
     return (void *)(intptr_t)r;
 }
@@ -180,7 +166,7 @@ static void *uring_thread(void *arg)
         s->user_data = (uint64_t)i + 1;
         ring.sq_array[idx] = idx;
         __atomic_store_n(ring.sq_tail, tail + 1, __ATOMIC_RELEASE);
-        long r = raw6(SYS_io_uring_enter, ring.fd, 1, 0, IORING_ENTER_GETEVENTS, 0, 0);
+        long r = probe_raw_syscall6(SYS_io_uring_enter, ring.fd, 1, 0, IORING_ENTER_GETEVENTS, 0, 0);
         if (r != 1) {
             failed++;
             CHECK(0, "submit %d: %ld", i, r);
@@ -198,7 +184,7 @@ static void *uring_thread(void *arg)
                 __atomic_store_n(ring.cq_head, head + 1, __ATOMIC_RELEASE);
                 break;
             }
-            r = raw6(SYS_io_uring_enter, ring.fd, 0, 1, IORING_ENTER_GETEVENTS, 0, 0);
+            r = probe_raw_syscall6(SYS_io_uring_enter, ring.fd, 0, 1, IORING_ENTER_GETEVENTS, 0, 0);
             if (r < 0) {
                 failed++;
                 CHECK(0, "wait %d: %ld", i, r);

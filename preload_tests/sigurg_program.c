@@ -44,13 +44,7 @@ static __thread int myidx = -1;
 
 static long raw_futex(atomic_int *addr, int op, int val)
 {
-    long r;
-    register long r10 __asm__("r10") = 0;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "0"((long)SYS_futex), "D"(addr), "S"((long)op), "d"((long)val), "r"(r10)
-                     : "rcx", "r11", "memory");
-    return r;
+    return probe_raw_syscall6(SYS_futex, (long)addr, op, val, 0, 0, 0);
 }
 
 static void on_urg(int sig, siginfo_t *si, void *uc)

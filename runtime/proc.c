@@ -1217,17 +1217,8 @@ void bb_goexit(void *result)
 	bb_g *gp = mp->curg;
 	BB_RT_MARK(gp);
 	gp->result = result;
-	/* the destructors are the program's code, run as the thread's own:
-	 * no bobbin frame marked under them, so a wait they make with their
-	 * own system call lets the P go (libgomp's, for a thread that used
-	 * OpenMP, waited at P=1 for a worker that then never ran) */
-	gp->rt_fp = 0;
-	bb_tcb_tls_dtors(); /* thread_local destructors first, as glibc */
-	if (bb_g_exit_hook)
-		bb_g_exit_hook(gp); /* TSD destructors, on the G */
-	bb_reattach(); /* its P was taken while a destructor was stuck */
-	gp = bb_getm()->curg;
-	BB_RT_MARK(gp);
+	/* thread_local destructors first, as glibc; then TSD destructors */
+	BB_PROGRAM_CODE(bb_tcb_tls_dtors(); if (bb_g_exit_hook) bb_g_exit_hook(gp));
 	if (gp->clear_tid) {
 		/* as the kernel does for a thread's clear_child_tid at its exit */
 		atomic_store(gp->clear_tid, 0);

@@ -889,6 +889,21 @@ static inline __attribute__((always_inline)) bool bb_rt_mark(bb_g *gp, uintptr_t
 			ug_->rt_fp = 0;                                    \
 	} while (0)
 
+/* A call of the program's own code from bobbin's (a thread's destructors,
+ * a pthread_once routine), in the function whose frame marked the G: the
+ * code runs as the thread's own, no bobbin frame marked under it, so a
+ * wait it makes with its own system call lets the P go (sysmon detaches
+ * no G asleep under bobbin's frames: libgomp's destructor waited so at P=1
+ * for a worker that never ran); after it the P is taken back and the frame
+ * marks the G again. */
+#define BB_PROGRAM_CODE(call)                    \
+	do {                                     \
+		BB_RT_UNMARK(bb_getm()->curg);   \
+		call;                            \
+		bb_reattach();                   \
+		BB_RT_MARK(bb_getm()->curg);     \
+	} while (0)
+
 static inline void bb_preempt_point(void)
 {
 	bb_reattach();

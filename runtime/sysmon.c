@@ -278,7 +278,7 @@ struct taker {
 	bb_g *found;
 };
 
-static bool takes(bb_g *gp, uint64_t bit)
+bool bb_g_takes(bb_g *gp, uint64_t bit)
 {
 	uint32_t st = atomic_load(&gp->status);
 	if (st == Gdead || st == Gidle)
@@ -291,13 +291,8 @@ static bool takes(bb_g *gp, uint64_t bit)
 static void find_taker(bb_g *gp, void *arg)
 {
 	struct taker *t = arg;
-	if (t->found == NULL && gp != bb_main_g && takes(gp, t->bit))
+	if (t->found == NULL && gp != bb_main_g && bb_g_takes(gp, t->bit))
 		t->found = gp;
-}
-
-bool bb_g_takes(bb_g *gp, uint64_t bit)
-{
-	return takes(gp, bit);
 }
 
 /* a G that does not block the signal: the main thread first, as the
@@ -305,7 +300,7 @@ bool bb_g_takes(bb_g *gp, uint64_t bit)
 static bb_g *taker_of(uint64_t bit)
 {
 	bb_g *mg = bb_main_g;
-	if (mg && takes(mg, bit))
+	if (mg && bb_g_takes(mg, bit))
 		return mg;
 	struct taker t = {bit, NULL};
 	bb_allgs_each(find_taker, &t);
@@ -338,12 +333,12 @@ static void requeue_stashed(int sig, pid_t tid)
 	siginfo_t si;
 	if (!bb_take_stashed(sig, &si))
 		return;
-	pid_t pid = getpid();
-	long nr = tid > 0 ? SYS_rt_tgsigqueueinfo : SYS_rt_sigqueueinfo;
-	long a2 = tid > 0 ? tid : sig, a3 = tid > 0 ? sig : (long)&si, a4 = tid > 0 ? (long)&si : 0;
-	if (bb_rawsyscall6(nr, pid, a2, a3, a4, 0, 0) == -EPERM) {
+	for (int i = 0; i < 2; i++) {
+		long r = tid > 0 ? bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, (long)&si, 0, 0)
+				 : bb_rawsyscall6(SYS_rt_sigqueueinfo, getpid(), sig, (long)&si, 0, 0, 0);
+		if (r != -EPERM)
+			return;
 		si.si_code = SI_QUEUE;
-		bb_rawsyscall6(nr, pid, a2, a3, a4, 0, 0);
 	}
 }
 
@@ -359,7 +354,7 @@ static void route_stashed(void)
 		uint32_t seq = atomic_load(&stash_seq[sig]);
 		bool again = handed_seq[sig] == seq;
 		bb_g *gp = again ? handed_g[sig] : taker_of(bit);
-		if (again && (atomic_load(&gp->status) != Gsyscall || !takes(gp, bit)))
+		if (again && (atomic_load(&gp->status) != Gsyscall || !bb_g_takes(gp, bit)))
 			continue; /* it takes it at its next call into bobbin */
 		if (gp == NULL) {
 			requeue_stashed(sig, 0);

@@ -37,13 +37,7 @@ BB_EXPORT int pthread_once(pthread_once_t *oc, void (*init)(void))
 		if (atomic_compare_exchange_strong_explicit(w, &v, ONCE_RUNNING, memory_order_acquire,
 							    memory_order_acquire)) {
 			pthread_cleanup_push(once_abandoned, (void *)w);
-			/* init is the program's code: no bobbin frame marked under
-			 * it, so a wait with its own system call lets the P go;
-			 * the P is taken back after it */
-			BB_RT_UNMARK(bb_getg());
-			init();
-			bb_reattach();
-			BB_RT_MARK(bb_getg());
+			BB_PROGRAM_CODE(init());
 			pthread_cleanup_pop(0);
 			atomic_store_explicit(w, ONCE_DONE, memory_order_release);
 			bb_sema_wake(w, -1);

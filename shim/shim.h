@@ -250,6 +250,11 @@ static inline bool bb_take_eintr(void)
 	return true;
 }
 
+/* Run the G's pending signals (sig 0), or sig's action with si, where no
+ * wait of the G's is under way (after one ended, in kill): they leave no
+ * EINTR or cut-short sleep for its next wait (signal.c) */
+void bb_deliver_outside_wait(int sig, siginfo_t *si);
+
 /* A wait that a wake-up ended: the signals sent to the G while it was
  * runnable (pthread_kill leaves them pending for a G that is not running)
  * run now, before the program goes on, as the kernel runs them on the way
@@ -261,13 +266,8 @@ static inline void bb_signals_after_wake(void)
 			       atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
 			      ~gp->sigmask) != 0,
 			     0) &&
-	    !gp->rt_nested) {
-		bool ran = gp->sig_ran, eintr = gp->sig_eintr;
-		bb_deliver_signals();
-		gp = bb_getg();
-		gp->sig_ran = ran;
-		gp->sig_eintr = eintr;
-	}
+	    !gp->rt_nested)
+		bb_deliver_outside_wait(0, NULL);
 }
 
 static inline void bb_testcancel(void)

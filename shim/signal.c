@@ -356,6 +356,19 @@ static void run_action(int sig, siginfo_t *si)
 		gp->sig_eintr = true;
 }
 
+void bb_deliver_outside_wait(int sig, siginfo_t *si)
+{
+	bb_g *gp = bb_getg();
+	bool ran = gp->sig_ran, eintr = gp->sig_eintr;
+	if (sig > 0)
+		run_action(sig, si);
+	else
+		bb_deliver_signals();
+	gp = bb_getg();
+	gp->sig_ran = ran;
+	gp->sig_eintr = eintr;
+}
+
 void bb_deliver_signals(void)
 {
 	bb_g *gp = bb_getg();
@@ -697,6 +710,18 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 	ucontext_t *uc = ucv;
 	if (atomic_load(&gp->status) != Gsyscall)
 		return; /* it left the call: sysmon hands them on again */
+	/* where the SIGURG landed: at the program's system call instruction
+	 * (the kernel rewound the call to restart it, or it was about to be
+	 * made), or just past one that failed with EINTR */
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	bool ours = !bb_pc_in_bobbin(pc);
+	bool at_call = ours && *(const uint16_t *)pc == 0x050f; /* syscall */
+	bool cut = ours && *(const uint16_t *)(pc - 2) == 0x050f &&
+		   uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
+	/* the thread's mask there: the wait's in a masked wait */
+	uint64_t ucmask;
+	memcpy(&ucmask, &uc->uc_sigmask, sizeof ucmask);
+	uint64_t base = gp->masked_wait ? gp->waitmask : ucmask;
 	while (bits) {
 		int sig = __builtin_ctzll(bits) + 1;
 		bits &= bits - 1;
@@ -705,18 +730,12 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 		if (!bb_g_takes(gp, BB_SIGBIT(sig)) || get_kaction(sig, &ka) != 0 ||
 		    !bb_take_stashed(sig, &si))
 			continue;
-		uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-		bool at_call = !bb_pc_in_bobbin(pc) && *(const uint16_t *)pc == 0x050f; /* syscall */
-		bool cut = !bb_pc_in_bobbin(pc) && *(const uint16_t *)(pc - 2) == 0x050f &&
-			   uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
-		/* the thread's mask where the SIGURG landed, less the signals
-		 * handed to the G, which bobbin blocks on its M until taken */
-		uint64_t kmask;
-		memcpy(&kmask, &uc->uc_sigmask, sizeof kmask);
-		kmask &= ~atomic_load(&gp->procsig);
-		if (ka.handler != (void *)trampoline ||
-		    (gp->masked_wait && !at_call && !cut) ||
-		    (!gp->masked_wait && (kmask & BB_SIGBIT(sig)))) {
+		/* blocked there, apart from the signals handed to the G, which
+		 * bobbin blocks on its M until taken */
+		bool blocked = !gp->masked_wait &&
+			       (ucmask & ~atomic_load(&gp->procsig) & BB_SIGBIT(sig));
+		if (ka.handler != (void *)trampoline || (gp->masked_wait && !at_call && !cut) ||
+		    blocked) {
 			/* the kernel's on this thread: an action no longer a
 			 * handler, a masked wait not yet in its call, which
 			 * will take it there, or a thread that blocks it now
@@ -726,12 +745,7 @@ static void run_resent(bb_m *mp, bb_g *gp, uint64_t bits, void *ucv)
 			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
 			continue;
 		}
-		uint64_t during, old;
-		if (gp->masked_wait)
-			during = gp->waitmask;
-		else
-			memcpy(&during, &uc->uc_sigmask, sizeof during);
-		during |= ka.mask | ((ka.flags & KSA_NODEFER) ? 0 : BB_SIGBIT(sig));
+		uint64_t old, during = base | ka.mask | ((ka.flags & KSA_NODEFER) ? 0 : BB_SIGBIT(sig));
 		during &= ~(BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
 		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&during, (long)&old, 8, 0, 0);
 		trampoline(sig, &si, uc);
@@ -1213,12 +1227,7 @@ BB_EXPORT int kill(pid_t pid, int sig)
 			si.si_code = SI_USER;
 			si.si_pid = pid;
 			si.si_uid = getuid();
-			/* kill waits for nothing: no wait of the G's to cut short */
-			bool eintr = gp->sig_eintr, ran = gp->sig_ran;
-			run_action(sig, &si);
-			gp = bb_getg();
-			gp->sig_eintr = eintr;
-			gp->sig_ran = ran;
+			bb_deliver_outside_wait(sig, &si);
 			return 0;
 		}
 	}
