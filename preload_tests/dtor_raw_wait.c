@@ -7,14 +7,19 @@
  * thread computes (no call at all) until the worker has begun to exit, then
  * sets the word and wakes it. Three rounds; then the same with a C++-less
  * thread_local destructor registered with __cxa_thread_atexit_impl, then with
- * a pthread_once init routine that waits so (the worker calls pthread_once).
+ * a pthread_once init routine that waits so (the worker calls pthread_once),
+ * then with a pthread_cleanup_push handler run by pthread_exit's unwinding,
+ * and by a cancellation's.
  *
  * Checks: every round ends, the destructors ran once each.
  * Under bobbin at BOBBIN_MAXPROCS=1 the destructor kept the only processor
  * while asleep in the kernel (bobbin's exit code was marked below it, and
  * sysmon does not take the P from a thread asleep under bobbin's frames): the
  * computing thread never ran, and the process hung (libgomp: any thread that
- * used OpenMP hung in its exit).
+ * used OpenMP hung in its exit). A cleanup handler that slept so had its P
+ * taken by sysmon, and the unwinding's landing took one back without clearing
+ * the M's note of it: the thread's exit took a P a second time and bobbin
+ * aborted ("casgstatus: G3 is in status 2, not 3"), 2 runs in 3 at P=1.
  *
  * stdout: one line per kind.
  */
@@ -62,9 +67,24 @@ extern void *__dso_handle;
 static pthread_once_t onces[3] = {PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT};
 static int once_round;
 
+static void cleanup_wait(void *v)
+{
+    (void)v;
+    wait_word();
+}
+
 static void *worker(void *arg)
 {
     long kind = (long)arg;
+    if (kind == 3 || kind == 4) {
+        pthread_cleanup_push(cleanup_wait, NULL);
+        if (kind == 3)
+            pthread_exit(NULL);
+        pthread_cancel(pthread_self());
+        pthread_testcancel();
+        pthread_cleanup_pop(0);
+        return arg; /* not reached: the cancel unwinds */
+    }
     if (kind == 1)
         __cxa_thread_atexit_impl(tl_dtor, NULL, &__dso_handle);
     else if (kind == 2)
@@ -120,5 +140,13 @@ int main(void)
     n = rounds((void *)2);
     CHECK(n == 3, "pthread_once init routines ran %d times of 3", n);
     printf("pthread_once routine waiting in its own futex call: %d of 3 rounds ended\n", n);
+    current_probe = "cleanup handler run by pthread_exit";
+    n = rounds((void *)3);
+    CHECK(n == 3, "pthread_exit's cleanup handlers ran %d times of 3", n);
+    printf("cleanup handler (pthread_exit) waiting in its own futex call: %d of 3 rounds ended\n", n);
+    current_probe = "cleanup handler run by a cancellation";
+    n = rounds((void *)4);
+    CHECK(n == 3, "cancellation's cleanup handlers ran %d times of 3", n);
+    printf("cleanup handler (cancel) waiting in its own futex call: %d of 3 rounds ended\n", n);
     return probe_exit("dtor_raw_wait");
 }

@@ -98,6 +98,12 @@ bool bb_redirect_main_unwind(bb_g *gp)
  * still between entersyscall and exitsyscall. */
 static void *unwound_result(void)
 {
+	/* a cleanup handler that slept in its own system call had the P taken
+	 * (preempt.c, detach_p: Gsyscall too, but no cancelled call): take one
+	 * back the way every other return into bobbin does, which also clears
+	 * the M's detached flag (an exitsyscall here left it set, and the
+	 * thread's exit ran a second exitsyscall on a running G) */
+	bb_reattach();
 	bb_g *gp = bb_getg();
 	if (atomic_load(&gp->status) == Gsyscall) {
 		gp->in_cancel_call = false;

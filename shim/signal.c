@@ -125,6 +125,10 @@ static void leave_handler(struct __jmp_buf_tag *env)
 	    sp <= mp->sigframe_fp || !bb_sig_native_live(mp, gp, (uintptr_t)__builtin_frame_address(0)))
 		return;
 	mp->sigframe_fp = mp->sigframe_ra = 0;
+	/* a handler asleep in its own system call may have had the P taken
+	 * (preempt.c, detach_p): that Gsyscall is undone by bb_reattach, which
+	 * clears the M's note too (may continue on another M) */
+	bb_reattach();
 	if (atomic_load(&gp->status) == Gsyscall && gp->m == mp) {
 		gp->in_cancel_call = false;
 		bb_exitsyscall(); /* may continue on another M */
