@@ -123,30 +123,24 @@ static int rounds(void *kind)
     return atomic_load(&ran) - before;
 }
 
+static const char *const kinds[] = {
+    "TSD destructor",
+    "thread_local destructor",
+    "pthread_once init routine",
+    "cleanup handler run by pthread_exit",
+    "cleanup handler run by a cancellation",
+};
+
 int main(void)
 {
     signal(SIGALRM, on_alarm); /* probe.h's watchdog */
     alarm(60);
     REQUIRE(pthread_key_create(&key, tsd_dtor) == 0, "pthread_key_create");
-    current_probe = "TSD destructor";
-    int n = rounds(NULL);
-    CHECK(n == 3, "TSD destructors ran %d times of 3", n);
-    printf("TSD destructor waiting in its own futex call: %d of 3 rounds ended\n", n);
-    current_probe = "thread_local destructor";
-    n = rounds((void *)1);
-    CHECK(n == 3, "thread_local destructors ran %d times of 3", n);
-    printf("thread_local destructor waiting in its own futex call: %d of 3 rounds ended\n", n);
-    current_probe = "pthread_once init routine";
-    n = rounds((void *)2);
-    CHECK(n == 3, "pthread_once init routines ran %d times of 3", n);
-    printf("pthread_once routine waiting in its own futex call: %d of 3 rounds ended\n", n);
-    current_probe = "cleanup handler run by pthread_exit";
-    n = rounds((void *)3);
-    CHECK(n == 3, "pthread_exit's cleanup handlers ran %d times of 3", n);
-    printf("cleanup handler (pthread_exit) waiting in its own futex call: %d of 3 rounds ended\n", n);
-    current_probe = "cleanup handler run by a cancellation";
-    n = rounds((void *)4);
-    CHECK(n == 3, "cancellation's cleanup handlers ran %d times of 3", n);
-    printf("cleanup handler (cancel) waiting in its own futex call: %d of 3 rounds ended\n", n);
+    for (long k = 0; k < (long)(sizeof kinds / sizeof kinds[0]); k++) {
+        current_probe = kinds[k];
+        int n = rounds((void *)k);
+        CHECK(n == 3, "%s: ran %d times of 3", kinds[k], n);
+        printf("%s waiting in its own futex call: %d of 3 rounds ended\n", kinds[k], n);
+    }
     return probe_exit("dtor_raw_wait");
 }
