@@ -209,6 +209,7 @@ struct bb_g {
 	bb_m *lockedm;       /* locked to this M (bobbin_lock_os_thread): owner G */
 	uint64_t sigmask;    /* its signal mask (kernel layout): applied to its M when it runs */
 	_Atomic uint64_t sigpending; /* signals sent to this thread (pthread_kill), not yet run */
+	_Atomic uint64_t sigwait_set; /* in sigwait & co. (inside its system call): what it waits for */
 	bb_lock sigqlock;    /* pthread_sigqueue's values for sigpending signals */
 	uint8_t nsigq;       /* in sigq, made on the first pthread_sigqueue to it */
 	struct bb_sigq { int sig; uint64_t value; } *sigq;

@@ -1182,6 +1182,46 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 		bb_interrupt(gp, BB_WAKE_SIGNAL);
 }
 
+/* A signal for gp that it blocks, sent while it is in a system call or by
+ * itself: natively it waits in the thread's own kernel queue until the
+ * thread unblocks it or waits for it. Sent to the kernel here, it would
+ * wait in the queue of an OS thread the thread leaves, and another thread
+ * run there would take it (a raise() of a blocked signal ran its handler
+ * on another thread, 50 times of 50). Kept in bobbin instead
+ * (gp->sigpending, with sigq's value), as for a thread not in a call:
+ * unblocking runs it, sigwait and sigpending see it. A thread inside a
+ * sigwait made before it is poked to look (bobbin's SIGURG, which that
+ * wait takes too): the sigwait_set it stored, against the bit stored
+ * here, one side sees the other. */
+static void post_blocked(bb_g *gp, int sig)
+{
+	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+	if (atomic_load(&gp->sigwait_set) & BB_SIGBIT(sig)) {
+		bb_m *mp = gp->m;
+		if (mp && mp->tid > 0)
+			bb_urg_send(mp->tid);
+	}
+}
+
+/* gp, inside a system call on its M, lets the kernel take sig there: it
+ * does not block it (the call's own mask in sigsuspend and the like), or
+ * the call waits for it (sigwait: its siginfo from the kernel), or a
+ * signalfd may (lent signals, bb_sigfd_begin) */
+static bool call_takes(bb_g *gp, int sig)
+{
+	uint64_t bit = BB_SIGBIT(sig);
+	uint64_t mask = gp->masked_wait ? gp->waitmask : __atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED);
+	return !(mask & bit) || (bit & atomic_load(&gp->sigwait_set)) ||
+	       (bit & atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed));
+}
+
+/* the running G sends sig to itself and blocks it (see post_blocked) */
+static bool own_blocked(bb_g *gp, int sig)
+{
+	return sig > 0 && sig <= 64 && !(BB_SIGBIT(sig) & BB_GLIBC_SIGNALS) &&
+	       (__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED) & BB_SIGBIT(sig));
+}
+
 BB_EXPORT int pthread_kill(pthread_t th, int sig)
 {
 	static int (*real)(pthread_t, int);
@@ -1190,8 +1230,13 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	bb_g *gp = bb_active ? bb_g_of(th) : NULL;
 	if (gp == NULL)
 		return real(th, sig); /* not ours */
-	if (bb_on_g() && gp == bb_getg()) /* glibc signals its own kernel thread */
-		return real((pthread_t)gp->tcb, sig);
+	if (bb_on_g() && gp == bb_getg()) {
+		if (own_blocked(gp, sig)) {
+			post_blocked(gp, sig);
+			return 0;
+		}
+		return real((pthread_t)gp->tcb, sig); /* glibc signals its own kernel thread */
+	}
 	if (sig < 0 || sig > 64)
 		return EINVAL;
 	uint32_t st = atomic_load(&gp->status);
@@ -1201,12 +1246,40 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 		return 0;
 	bb_m *mp = gp->m;
 	if (st == Gsyscall && mp && mp->tid > 0) {
+		if (!call_takes(gp, sig)) {
+			post_blocked(gp, sig);
+			return 0;
+		}
 		/* blocked in the kernel on its M: the kernel interrupts the call */
 		long r = bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, sig, 0, 0, 0);
 		return r < 0 ? (int)-r : 0;
 	}
 	post_signal(gp, st, sig);
 	return 0;
+}
+
+/* raise (and its old name gsignal): pthread_kill of the calling thread,
+ * which glibc makes inside, unseen (see post_blocked) */
+static int raise_own(int sig, const char *name)
+{
+	static int (*real)(int);
+	if (real == NULL)
+		real = (int (*)(int))dlsym(RTLD_NEXT, name);
+	if (bb_active && bb_on_g() && own_blocked(bb_getg(), sig)) {
+		post_blocked(bb_getg(), sig);
+		return 0;
+	}
+	return real(sig);
+}
+
+BB_EXPORT int raise(int sig)
+{
+	return raise_own(sig, "raise");
+}
+
+BB_EXPORT int gsignal(int sig)
+{
+	return raise_own(sig, "gsignal");
 }
 
 /* kill(getpid(), sig) from main: the kernel gives a process signal to the
@@ -1259,7 +1332,8 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 		return 0;
 	bool self = bb_on_g() && gp == bb_getg();
 	bb_m *mp = self ? bb_getm() : gp->m;
-	if ((self || st == Gsyscall) && mp && mp->tid > 0) {
+	bool kernel = self ? !own_blocked(gp, sig) : st == Gsyscall && call_takes(gp, sig);
+	if (kernel && mp && mp->tid > 0) {
 		/* itself, or blocked in the kernel on its M: the kernel's queue */
 		siginfo_t info;
 		own_siginfo(NULL, sig, &info, SI_QUEUE);
@@ -1276,8 +1350,12 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 			err = EAGAIN; /* as the kernel's queue limit answers */
 	}
 	bb_lock_release(&gp->sigqlock);
-	if (err == 0 && !merged)
-		post_signal(gp, st, sig);
+	if (err == 0 && !merged) {
+		if (self || st == Gsyscall)
+			post_blocked(gp, sig); /* one it blocks (kernel false) */
+		else
+			post_signal(gp, st, sig);
+	}
 	return err;
 }
 
@@ -1429,6 +1507,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 		bb_g *gp = bb_getg();
 		bb_m *mp = bb_getm();
 		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(SIGURG));
+		atomic_store(&gp->sigwait_set, want); /* before the look (post_blocked) */
 		int sig = take_own(gp, want, &si);
 		struct timespec left, *lp = NULL;
 		if (sig == 0 && ts) {
@@ -1445,6 +1524,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 		}
 		int e = errno;
 		gp = bb_getg();
+		atomic_store(&gp->sigwait_set, 0);
 		bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
 		if (sig == SIGURG && !urg)
 			continue; /* a pthread_kill posted meanwhile (or a stray poke) */
