@@ -176,12 +176,7 @@ int main(void)
 {
     signal(SIGALRM, on_alarm);
     alarm(120);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_usr1;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction");
+    REQUIRE(probe_on_siginfo(SIGUSR1, on_usr1, 0) == 0, "sigaction");
     REQUIRE(probe_on_signal(SIGUSR2, on_usr2, 0) == 0, "sigaction");
 
     pthread_t others[3];

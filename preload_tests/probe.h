@@ -132,6 +132,17 @@ static inline int probe_on_signal(int sig, void (*h)(int), int flags)
     sigemptyset(&sa.sa_mask);
     return sigaction(sig, &sa, NULL);
 }
+
+/* the same with an SA_SIGINFO handler */
+static inline int probe_on_siginfo(int sig, void (*h)(int, siginfo_t *, void *), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = h;
+    sa.sa_flags = flags | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, NULL);
+}
 #endif
 
 /* fn runs on a stack of its own (a makecontext coroutine) on the calling
