@@ -18,9 +18,16 @@
  * 3. A thread that ends with SIGUSR1 blocked and pending (sent to it while it
  *    slept in pause): the signal ends with it, no handler runs. 20 rounds.
  *
+ * 4. A thread blocks SIGPIPE and writes to a pipe whose reader has gone, with
+ *    write(), or with stdio (fputs + fflush: glibc's own write), then sleeps
+ *    1 ms 10 times beside 3 threads that do not block SIGPIPE, then swallows
+ *    the SIGPIPE with a zero-timeout sigtimedwait. 60 rounds: the process
+ *    lives, each write failed with EPIPE, each SIGPIPE was swallowed.
+ *
  * Under bobbin, the signals of 1 went to the kernel queue of the OS thread
  * the sender was on: another thread run there later took them (50 handlers
- * of 50 on the wrong thread); the signal of 3 ran on another thread.
+ * of 50 on the wrong thread); the signal of 3 ran on another thread; the SIGPIPE of 4 killed the process
+ * (exit 141) as soon as a thread that lets it in ran on that OS thread.
  *
  * stdout: one line per part.
  */
@@ -165,6 +172,39 @@ static void *ender(void *arg)
     return NULL;
 }
 
+/* part 4: a write into a closed pipe with SIGPIPE blocked, then swallowed */
+static atomic_int epipes, swallowed;
+
+static void *pipe_writer(void *arg)
+{
+    long kind = (long)arg;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    int p[2];
+    REQUIRE(pipe(p) == 0, "pipe");
+    close(p[0]);
+    if (kind == 0) {
+        if (write(p[1], "x", 1) == -1 && errno == EPIPE)
+            atomic_fetch_add(&epipes, 1);
+        close(p[1]);
+    } else {
+        FILE *f = fdopen(p[1], "w");
+        REQUIRE(f != NULL, "fdopen");
+        fputs("lost", f);
+        if (fflush(f) != 0 && errno == EPIPE)
+            atomic_fetch_add(&epipes, 1);
+        fclose(f);
+    }
+    for (int i = 0; i < 10; i++)
+        usleep(1000);
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(&s, NULL, &zero) == SIGPIPE)
+        atomic_fetch_add(&swallowed, 1);
+    return NULL;
+}
+
 static void wait_target(void)
 {
     while (!atomic_load(&target_waiting))
@@ -233,6 +273,17 @@ int main(void)
     CHECK(n3 == 0 && atomic_load(&elsewhere) == 0, "part 3: %d handlers on the thread, %d elsewhere", n3,
           atomic_load(&elsewhere));
     printf("part 3: 20 threads ended with the signal pending, handlers run %d\n", n3 + atomic_load(&elsewhere));
+
+    current_probe = "part 4: SIGPIPE blocked, swallowed after sleeps";
+    for (int r = 0; r < 60; r++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, pipe_writer, (void *)(long)(r % 2)) == 0, "create");
+        pthread_join(t, NULL);
+    }
+    CHECK(atomic_load(&epipes) == 60, "part 4: %d writes failed with EPIPE", atomic_load(&epipes));
+    CHECK(atomic_load(&swallowed) == 60, "part 4: %d SIGPIPEs swallowed", atomic_load(&swallowed));
+    printf("part 4: alive after 60 writes into a closed pipe with SIGPIPE blocked: EPIPE %d, "
+           "swallowed by sigtimedwait %d\n", atomic_load(&epipes), atomic_load(&swallowed));
 
     atomic_store(&stop_others, 1);
     for (int i = 0; i < 3; i++)

@@ -47,11 +47,64 @@ static uint64_t strip_ours(uint64_t mask)
 	return mask;
 }
 
+void (*bb_stray_signal_hook)(bb_g *gp, int sig);
+
+/* the signals pending for this OS thread alone (not the process's): the
+ * SigPnd line of its /proc status */
+static uint64_t thread_pending(void)
+{
+	char buf[2048];
+	if (bb_read_small("/proc/thread-self/status", buf, sizeof buf) < 0)
+		return 0;
+	const char *p = strstr(buf, "\nSigPnd:");
+	return p ? strtoull(p + 8, NULL, 16) : 0;
+}
+
+/* A signal the kernel queued for this OS thread itself while its mask
+ * blocked it (SIGPIPE for a write to a closed pipe, made by glibc's stdio
+ * where bobbin does not see the EPIPE) is the G's that ran here then:
+ * natively it waits for that thread. Once the mask lets it in (the next G
+ * run here, or an unblock), the kernel would give it to whatever runs: a
+ * thread that does not block SIGPIPE died of another's. It goes to the last
+ * G this M ran, if that G still lives (as a pthread_kill to it would), or
+ * nowhere, as a thread's pending signals end with it. One more system call
+ * when the mask opens what that G blocked; a read of /proc only when
+ * something in the opening is pending. */
+static __attribute__((noinline)) void rescue_own_signals(bb_m *mp, uint64_t opening)
+{
+	uint64_t pend = 0;
+	opening &= ~(BB_GLIBC_SIGNALS | BB_SIGBIT(SIGURG) | BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
+	if (opening == 0 ||
+	    bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0 || !(pend & opening))
+		return;
+	uint64_t own;
+	while ((own = thread_pending() & opening) != 0) {
+		int sig = __builtin_ctzll(own) + 1;
+		uint64_t set = BB_SIGBIT(sig);
+		siginfo_t si;
+		struct timespec zero = {0, 0};
+		/* the thread's own queue is taken before the process's */
+		if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)&si, (long)&zero, 8, 0, 0) != sig)
+			return;
+		bb_g *gp = mp->lastg;
+		if (gp && gp->goid == mp->lastgoid && atomic_load(&gp->status) != Gdead &&
+		    bb_stray_signal_hook)
+			bb_stray_signal_hook(gp, sig);
+	}
+}
+
 /* this M's kernel mask, exactly mask (one system call if it changes) */
 void bb_set_sigmask(bb_m *mp, uint64_t mask)
 {
 	if (mp->sigmask == mask)
 		return;
+	/* only what the G that ran here last blocked can wait here for it:
+	 * not on its own unblock (then the signal is its own to take) */
+	bb_g *lg = mp->lastg;
+	uint64_t opening = mp->sigmask & ~mask;
+	if (__builtin_expect(opening != 0, 0) && lg && lg != mp->curg &&
+	    (__atomic_load_n(&lg->sigmask, __ATOMIC_RELAXED) & opening))
+		rescue_own_signals(mp, opening);
 	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
 	mp->sigmask = mask;
 }
@@ -367,6 +420,8 @@ static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 {
 	bb_cpuclock_switch(mp, gp);
 	mp->curg = gp;
+	mp->lastg = gp; /* whose the kernel's signals for this thread are (rescue_own_signals) */
+	mp->lastgoid = gp->goid;
 	gp->m = mp;
 	own_gstatus(gp, Grunnable, Grunning);
 	atomic_store_explicit(&gp->preempt, false, memory_order_relaxed);

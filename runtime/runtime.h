@@ -349,6 +349,8 @@ struct bb_m {
 	bb_g *volatile kcall_g;   /* the G sysmon saw in that call */
 	bb_g *lockedg;            /* the one G this M runs (locked), or NULL */
 	uint64_t sigmask;         /* the thread's kernel signal mask right now: owner M */
+	bb_g *lastg;              /* the G it ran last (or runs), and that G's goid then */
+	uint64_t lastgoid;
 	volatile bool detached;   /* the signal handler did entersyscall for curg */
 	bool dropping;            /* counted in sched.nmdropping: sched.lock */
 	/* its OS thread has kernel state a locked G gave it that a thread it
@@ -999,6 +1001,9 @@ extern void (*bb_urg_program_hook)(int, siginfo_t *, void *); /* a SIGURG not bo
 /* SIGURG's handler on mp, whose G gp sleeps in a system call: the kept
  * signals resend names are gp's (shim/signal.c) */
 extern void (*bb_resend_hook)(bb_m *mp, bb_g *gp, uint64_t resend, void *uc);
+/* a signal the kernel queued for an OS thread, taken back for gp, the G
+ * that ran there (proc.c, rescue_own_signals; shim/signal.c) */
+extern void (*bb_stray_signal_hook)(bb_g *gp, int sig);
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);

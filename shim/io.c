@@ -205,7 +205,23 @@ static void nowait_point(void)
 		bb_preempt_point();
 }
 
+static ssize_t do_io_call(ioreq *r);
+
+/* A write to a pipe or socket whose reader has gone: the kernel queued a
+ * SIGPIPE for this OS thread (unless MSG_NOSIGNAL). A thread that blocks
+ * it keeps it as its own (bb_keep_own_signal), not left on the OS thread
+ * for another thread to take. */
 static ssize_t do_io(ioreq *r)
+{
+	ssize_t n = do_io_call(r);
+	if (n < 0 && errno == EPIPE && r->mode == WR && !(r->flags & MSG_NOSIGNAL) && bb_on_g()) {
+		bb_keep_own_signal(SIGPIPE);
+		errno = EPIPE;
+	}
+	return n;
+}
+
+static ssize_t do_io_call(ioreq *r)
 {
 	if (!bb_on_g())
 		return io_off_g(r);
@@ -245,7 +261,7 @@ static ssize_t do_io(ioreq *r)
 			 * learn the file afresh, as the kernel sees it */
 			bb_fd_forget(r->fd);
 			errno = saved;
-			return do_io(r);
+			return do_io_call(r);
 		}
 		if (n != -2) {
 			if (n >= 0)

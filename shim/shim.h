@@ -283,6 +283,8 @@ static inline void bb_testcancel(void)
 /* signal.c: run the handlers of the signals sent to this thread that mask
  * lets in; true if one ran */
 bool bb_run_own_signals_under(uint64_t mask);
+/* signal.c: the kernel just queued sig for this G's OS thread (EPIPE) */
+void bb_keep_own_signal(int sig);
 
 /* signals sent to this thread, lent to its OS thread around a call that
  * may read or poll a signalfd (shim/signal.c) */

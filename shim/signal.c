@@ -1121,11 +1121,14 @@ BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 	return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
 }
 
+static void stray_signal(bb_g *gp, int sig);
+
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
 	bb_urg_program_hook = urg_program;
 	bb_resend_hook = run_resent;
+	bb_stray_signal_hook = stray_signal;
 	for (int sig = 1; sig <= 64; sig++)
 		note_action(sig); /* actions set before bobbin started */
 }
@@ -1256,6 +1259,35 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	}
 	post_signal(gp, st, sig);
 	return 0;
+}
+
+/* runtime/proc.c's rescue_own_signals: sig, queued by the kernel for an
+ * OS thread while gp ran there and blocked it, is gp's */
+static void stray_signal(bb_g *gp, int sig)
+{
+	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
+	bb_m *mp = gp->m;
+	if (!(__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED) & BB_SIGBIT(sig)) &&
+	    atomic_load(&gp->status) == Grunning && mp && mp != bb_self_m() && mp->tid > 0 &&
+	    bb_async_preempt)
+		bb_urg_send(mp->tid); /* let in meanwhile: it takes it now */
+}
+
+/* The running G's call just made the kernel queue sig for its OS thread
+ * (a write's EPIPE: SIGPIPE), which it blocks: the signal is the G's, kept
+ * in bobbin, where its sigtimedwait (the way to swallow a SIGPIPE), its
+ * sigpending and its unblock find it on whatever OS thread it runs next */
+void bb_keep_own_signal(int sig)
+{
+	bb_g *gp = bb_getg();
+	if (!own_blocked(gp, sig))
+		return; /* let in: the kernel ran it as the call returned */
+	uint64_t set = BB_SIGBIT(sig);
+	siginfo_t si;
+	struct timespec zero = {0, 0};
+	/* the thread's own queue is taken before the process's */
+	if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)&si, (long)&zero, 8, 0, 0) == sig)
+		post_blocked(gp, sig);
 }
 
 /* raise (and its old name gsignal): pthread_kill of the calling thread,
