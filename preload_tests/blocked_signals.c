@@ -23,11 +23,15 @@
  *    1 ms 10 times beside 3 threads that do not block SIGPIPE, then swallows
  *    the SIGPIPE with a zero-timeout sigtimedwait. 60 rounds: the process
  *    lives, each write failed with EPIPE, each SIGPIPE was swallowed.
+ * 5. The same with SIGXFSZ: a write past RLIMIT_FSIZE (6,000 bytes, this
+ *    part only) fails with EFBIG, the signal is swallowed after the sleeps.
+ *    30 rounds.
  *
  * Under bobbin, the signals of 1 went to the kernel queue of the OS thread
  * the sender was on: another thread run there later took them (50 handlers
  * of 50 on the wrong thread); the signal of 3 ran on another thread; the SIGPIPE of 4 killed the process
- * (exit 141) as soon as a thread that lets it in ran on that OS thread.
+ * (exit 141) as soon as a thread that lets it in ran on that OS thread, the
+ * SIGXFSZ of 5 likewise (exit 153).
  *
  * stdout: one line per part.
  */
@@ -36,6 +40,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -205,6 +211,35 @@ static void *pipe_writer(void *arg)
     return NULL;
 }
 
+/* part 5: a write past the file size limit with SIGXFSZ blocked */
+static atomic_int efbigs, xfsz_swallowed;
+
+static void *big_writer(void *arg)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/blocked_signals.%d.%ld", (int)getpid(), (long)arg);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    REQUIRE(fd >= 0, "open %s", path);
+    unlink(path);
+    static char buf[4000];
+    ssize_t n = 0;
+    for (int i = 0; i < 3 && n >= 0; i++)
+        n = write(fd, buf, sizeof buf); /* 4000, then 2000 (the limit), then EFBIG */
+    if (n < 0 && errno == EFBIG)
+        atomic_fetch_add(&efbigs, 1);
+    close(fd);
+    for (int i = 0; i < 10; i++)
+        usleep(1000);
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(&s, NULL, &zero) == SIGXFSZ)
+        atomic_fetch_add(&xfsz_swallowed, 1);
+    return NULL;
+}
+
 static void wait_target(void)
 {
     while (!atomic_load(&target_waiting))
@@ -284,6 +319,23 @@ int main(void)
     CHECK(atomic_load(&swallowed) == 60, "part 4: %d SIGPIPEs swallowed", atomic_load(&swallowed));
     printf("part 4: alive after 60 writes into a closed pipe with SIGPIPE blocked: EPIPE %d, "
            "swallowed by sigtimedwait %d\n", atomic_load(&epipes), atomic_load(&swallowed));
+
+    current_probe = "part 5: SIGXFSZ blocked, swallowed after sleeps";
+    struct rlimit old_fsize, fsize = {6000, 6000};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &old_fsize) == 0, "getrlimit");
+    if (old_fsize.rlim_max != RLIM_INFINITY && old_fsize.rlim_max < fsize.rlim_max)
+        fsize.rlim_max = old_fsize.rlim_max;
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &fsize) == 0, "setrlimit");
+    for (int r = 0; r < 30; r++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, big_writer, (void *)(long)r) == 0, "create");
+        pthread_join(t, NULL);
+    }
+    setrlimit(RLIMIT_FSIZE, &old_fsize);
+    CHECK(atomic_load(&efbigs) == 30, "part 5: %d writes failed with EFBIG", atomic_load(&efbigs));
+    CHECK(atomic_load(&xfsz_swallowed) == 30, "part 5: %d SIGXFSZs swallowed", atomic_load(&xfsz_swallowed));
+    printf("part 5: alive after 30 writes past the file size limit with SIGXFSZ blocked: EFBIG %d, "
+           "swallowed by sigtimedwait %d\n", atomic_load(&efbigs), atomic_load(&xfsz_swallowed));
 
     atomic_store(&stop_others, 1);
     for (int i = 0; i < 3; i++)

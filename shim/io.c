@@ -208,15 +208,20 @@ static void nowait_point(void)
 static ssize_t do_io_call(ioreq *r);
 
 /* A write to a pipe or socket whose reader has gone: the kernel queued a
- * SIGPIPE for this OS thread (unless MSG_NOSIGNAL). A thread that blocks
- * it keeps it as its own (bb_keep_own_signal), not left on the OS thread
- * for another thread to take. */
+ * SIGPIPE for this OS thread (unless MSG_NOSIGNAL); one past the file size
+ * limit (EFBIG), a SIGXFSZ. A thread that blocks it keeps it as its own
+ * (bb_keep_own_signal), not left on the OS thread for another thread to
+ * take. */
 static ssize_t do_io(ioreq *r)
 {
 	ssize_t n = do_io_call(r);
-	if (n < 0 && errno == EPIPE && r->mode == WR && !(r->flags & MSG_NOSIGNAL) && bb_on_g()) {
-		bb_keep_own_signal(SIGPIPE);
-		errno = EPIPE;
+	if (n < 0 && r->mode == WR && bb_on_g()) {
+		int e = errno;
+		if (e == EPIPE && !(r->flags & MSG_NOSIGNAL))
+			bb_keep_own_signal(SIGPIPE);
+		else if (e == EFBIG)
+			bb_keep_own_signal(SIGXFSZ);
+		errno = e;
 	}
 	return n;
 }
