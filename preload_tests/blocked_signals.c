@@ -178,6 +178,24 @@ static void *ender(void *arg)
     return NULL;
 }
 
+/* parts 4 and 5: block sig in this thread (s: the set of it) */
+static void block_one(int sig, sigset_t *s)
+{
+    sigemptyset(s);
+    sigaddset(s, sig);
+    pthread_sigmask(SIG_BLOCK, s, NULL);
+}
+
+/* sleep beside the other threads, then swallow the pending signal of s */
+static void sleep_and_swallow(const sigset_t *s, int sig, atomic_int *swallowed)
+{
+    for (int i = 0; i < 10; i++)
+        usleep(1000);
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(s, NULL, &zero) == sig)
+        atomic_fetch_add(swallowed, 1);
+}
+
 /* part 4: a write into a closed pipe with SIGPIPE blocked, then swallowed */
 static atomic_int epipes, swallowed;
 
@@ -185,9 +203,7 @@ static void *pipe_writer(void *arg)
 {
     long kind = (long)arg;
     sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    block_one(SIGPIPE, &s);
     int p[2];
     REQUIRE(pipe(p) == 0, "pipe");
     close(p[0]);
@@ -203,11 +219,7 @@ static void *pipe_writer(void *arg)
             atomic_fetch_add(&epipes, 1);
         fclose(f);
     }
-    for (int i = 0; i < 10; i++)
-        usleep(1000);
-    struct timespec zero = {0, 0};
-    if (sigtimedwait(&s, NULL, &zero) == SIGPIPE)
-        atomic_fetch_add(&swallowed, 1);
+    sleep_and_swallow(&s, SIGPIPE, &swallowed);
     return NULL;
 }
 
@@ -217,9 +229,7 @@ static atomic_int efbigs, xfsz_swallowed;
 static void *big_writer(void *arg)
 {
     sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    block_one(SIGXFSZ, &s);
     char path[64];
     snprintf(path, sizeof path, "/tmp/blocked_signals.%d.%ld", (int)getpid(), (long)arg);
     int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
@@ -232,11 +242,7 @@ static void *big_writer(void *arg)
     if (n < 0 && errno == EFBIG)
         atomic_fetch_add(&efbigs, 1);
     close(fd);
-    for (int i = 0; i < 10; i++)
-        usleep(1000);
-    struct timespec zero = {0, 0};
-    if (sigtimedwait(&s, NULL, &zero) == SIGXFSZ)
-        atomic_fetch_add(&xfsz_swallowed, 1);
+    sleep_and_swallow(&s, SIGXFSZ, &xfsz_swallowed);
     return NULL;
 }
 
