@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -485,6 +486,162 @@ BB_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 		return real(th, prio);
 	struct sched_param sp = {.sched_priority = prio};
 	return pthread_setschedparam(th, gp->schedpolicy, &sp);
+}
+
+/* ---- the sched_* calls, which name a thread by id ----
+ *
+ * 0, or a green thread's id (gettid()'s, main's the process id), names that
+ * green thread: sched_setscheduler, sched_setparam and their getters act
+ * as pthread_setschedparam and pthread_getschedparam on it (a policy other
+ * than the one every OS thread starts with gives it an OS thread of its
+ * own; the OS thread's policy never passes to the threads it runs next, as
+ * sched_setscheduler(0, ...) made it). GLib's thread pools read and set
+ * each worker's attributes by its gettid() with sched_getattr and
+ * sched_setattr (through syscall()): those take the caller's own id as
+ * "this thread" (ESRCH before, a GLib-CRITICAL in every GStreamer run).
+ * Other ids are the kernel's. */
+/* the kernel's struct sched_attr (<linux/sched/types.h> clashes with
+ * <sched.h>): the fields up to the deadline policy's */
+struct kattr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+/* a raw call's answer as the libc function's: -1 with errno */
+static long sys_ret(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+static bool green_of(pid_t pid, pthread_t *th)
+{
+	if (!bb_on_g())
+		return false;
+	bb_g *gp;
+	if (pid == 0)
+		gp = bb_getg();
+	else if (pid & 0x20000000) /* never a kernel thread's */
+		gp = bb_g_by_tid(pid);
+	else
+		gp = bb_main_g != NULL && bb_g_tid(bb_main_g) == pid ? bb_main_g : NULL;
+	if (gp == NULL || atomic_load(&gp->status) == Gdead)
+		return false;
+	*th = bb_handle(gp);
+	return true;
+}
+
+static int errno_ret(int err)
+{
+	if (err == 0)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+BB_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param *param)
+{
+	pthread_t th;
+	if (param == NULL || pid < 0 || !green_of(pid, &th))
+		return (int)sys_ret(bb_sys(SYS_sched_setscheduler, pid, policy, param));
+	return errno_ret(pthread_setschedparam(th, policy, param));
+}
+
+BB_EXPORT int sched_setparam(pid_t pid, const struct sched_param *param)
+{
+	pthread_t th;
+	if (param == NULL || pid < 0 || !green_of(pid, &th))
+		return (int)sys_ret(bb_sys(SYS_sched_setparam, pid, param, 0));
+	int policy;
+	struct sched_param cur;
+	int err = pthread_getschedparam(th, &policy, &cur);
+	return errno_ret(err ? err : pthread_setschedparam(th, policy, param));
+}
+
+BB_EXPORT int sched_getscheduler(pid_t pid)
+{
+	pthread_t th;
+	int policy;
+	struct sched_param cur;
+	if (pid < 0 || !green_of(pid, &th))
+		return (int)sys_ret(bb_sys(SYS_sched_getscheduler, pid, 0, 0));
+	int err = pthread_getschedparam(th, &policy, &cur);
+	return err ? errno_ret(err) : policy;
+}
+
+BB_EXPORT int sched_getparam(pid_t pid, struct sched_param *param)
+{
+	pthread_t th;
+	int policy;
+	if (param == NULL || pid < 0 || !green_of(pid, &th))
+		return (int)sys_ret(bb_sys(SYS_sched_getparam, pid, param, 0));
+	return errno_ret(pthread_getschedparam(th, &policy, param));
+}
+
+/* syscall(SYS_sched_*, ...) of a green thread: true with *r when the call
+ * names one (see green_of); sched_getattr and sched_setattr only the
+ * caller itself: its OS thread's attributes are its own (a thread that
+ * changes them keeps that OS thread from then on) */
+bool bb_own_sched_call(long *r, long nr, long a1, long a2, long a3, long a4)
+{
+	pthread_t th;
+	if (!green_of((pid_t)a1, &th) || (pid_t)a1 < 0)
+		return false;
+	switch (nr) {
+	case SYS_sched_setscheduler:
+		*r = sched_setscheduler((pid_t)a1, (int)a2, (const struct sched_param *)a3);
+		return true;
+	case SYS_sched_setparam:
+		*r = sched_setparam((pid_t)a1, (const struct sched_param *)a2);
+		return true;
+	case SYS_sched_getscheduler:
+		*r = sched_getscheduler((pid_t)a1);
+		return true;
+	case SYS_sched_getparam:
+		*r = sched_getparam((pid_t)a1, (struct sched_param *)a2);
+		return true;
+	}
+	if (th != pthread_self() || (nr != SYS_sched_getattr && nr != SYS_sched_setattr))
+		return false;
+	if (nr == SYS_sched_getattr) {
+		*r = sys_ret(bb_rawsyscall6(SYS_sched_getattr, 0, a2, a3, a4, 0, 0));
+		return true;
+	}
+	/* setattr: what the thread has already (GLib re-applies what it read)
+	 * changes nothing and takes no OS thread */
+	const struct kattr *want = (const struct kattr *)a2;
+	struct kattr cur;
+	memset(&cur, 0, sizeof cur);
+	if (want != NULL && a3 == 0 &&
+	    bb_rawsyscall6(SYS_sched_getattr, 0, (long)&cur, sizeof cur, 0, 0, 0) == 0 &&
+	    want->sched_policy == cur.sched_policy && want->sched_flags == cur.sched_flags &&
+	    want->sched_nice == cur.sched_nice && want->sched_priority == cur.sched_priority &&
+	    (want->size < sizeof cur ||
+	     (want->sched_runtime == cur.sched_runtime && want->sched_deadline == cur.sched_deadline &&
+	      want->sched_period == cur.sched_period))) {
+		*r = 0;
+		return true;
+	}
+	bb_kstate_begin(); /* locked before the change: it cannot move in between */
+	long k = bb_sys(SYS_sched_setattr, 0, a2, a3);
+	if (k == 0) {
+		bb_getm()->kdirty = true;
+		bb_g *gp = bb_getg(); /* what pthread_getschedparam answers */
+		bb_lock_acquire(&gp->lock);
+		gp->schedpolicy = (int)want->sched_policy;
+		gp->schedprio = (int)want->sched_priority;
+		bb_lock_release(&gp->lock);
+	} else {
+		bb_unlock_os_thread();
+	}
+	*r = sys_ret(k);
+	return true;
 }
 
 /* namespaces: the caller stays on its OS thread, which makes no thread

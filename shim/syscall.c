@@ -209,6 +209,10 @@ BB_EXPORT long syscall(long n, ...)
 		return own;
 	if (n == SYS_setpriority)
 		return setpriority((__priority_which_t)a1, (id_t)a2, (int)a3);
+	if ((n == SYS_sched_setscheduler || n == SYS_sched_setparam || n == SYS_sched_getscheduler ||
+	     n == SYS_sched_getparam || n == SYS_sched_setattr || n == SYS_sched_getattr) &&
+	    bb_own_sched_call(&own, n, a1, a2, a3, a4))
+		return own;
 	if (n == SYS_tgkill || n == SYS_tkill) {
 		int err = n == SYS_tgkill ? bb_tid_kill((pid_t)a1, (pid_t)a2, (int)a3)
 					  : bb_tid_kill(-1, (pid_t)a1, (int)a2);
