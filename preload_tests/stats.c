@@ -3,18 +3,24 @@
  * Under bobbin (LD_PRELOAD names libbobbin) this program re-executes itself
  * (reexec.h) as a child that creates exactly N = 12 threads: 6 alive at once
  * (they wait on a barrier), then 6 one after another; each returns a value the
- * child sums. From the child's stderr with BOBBIN_STATS=1:
+ * child sums; then PINNED = 4 more, each with a CPU mask of its own
+ * (pthread_attr_setaffinity_np: each gets an OS thread of its own), alive
+ * at once. From the child's stderr with BOBBIN_STATS=1:
  *  - the header names the child's BOBBIN_MAXPROCS;
- *  - "threads created" is N (pthread_create calls that made a thread; older
- *    tables said "thread ids handed out", main included: then >= N + 1);
- *  - "peak live threads" is at most N + 1 and at least 2 (main and the 6
- *    alive at once: at least 7);
- *  - "peak OS threads" is at least 1.
+ *  - "threads created" is N + PINNED (pthread_create calls that made a
+ *    thread; older tables said "thread ids handed out", main included: then
+ *    >= N + PINNED + 1);
+ *  - "peak live threads" is at most N + PINNED + 1 and at least 7 (main and
+ *    the 6 alive at once);
+ *  - "peak OS threads" is at least PINNED + 1: the most at once, not those
+ *    left at exit (the table printed the count at exit, after the pinned
+ *    threads' OS threads had ended with them: 3 to 6). 
  * With BOBBIN_STATS unset, and with BOBBIN_STATS=0, there is no table.
  * Each child must exit 0 with its sum on stdout. Natively there is no
  * bobbin: this program prints the lines it expects.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +30,15 @@
 #include "probe.h"
 #include "reexec.h"
 
-enum { N = 12, AT_ONCE = 6 };
+enum { N = 12, AT_ONCE = 6, PINNED = 4 };
 
-static pthread_barrier_t bar;
+static pthread_barrier_t bar, pinned_bar;
+
+static void *pinned(void *arg)
+{
+    pthread_barrier_wait(&pinned_bar);
+    return arg;
+}
 
 static void *worker(void *arg)
 {
@@ -56,6 +68,26 @@ static int child(void)
         pthread_join(t[i], &r);
         sum += (intptr_t)r;
     }
+    cpu_set_t all, one;
+    pthread_attr_t a;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || pthread_attr_init(&a) != 0)
+        return 1;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    pthread_attr_setaffinity_np(&a, sizeof one, &one);
+    pthread_barrier_init(&pinned_bar, NULL, PINNED + 1);
+    pthread_t p[PINNED];
+    for (int i = 0; i < PINNED; i++)
+        if (pthread_create(&p[i], &a, pinned, NULL) != 0)
+            return 1;
+    pthread_barrier_wait(&pinned_bar);
+    for (int i = 0; i < PINNED; i++)
+        pthread_join(p[i], NULL);
+    usleep(50000); /* their OS threads have ended by the time the table is printed */
     printf("child: %d threads, sum of squares %ld\n", N, (long)sum);
     return 0;
 }
@@ -101,9 +133,9 @@ int main(void)
     const char *lines[] = {
         "BOBBIN_STATS=1: child ran, table at exit",
         "  header names BOBBIN_MAXPROCS: yes",
-        "  threads created: 12",
-        "  peak live threads within [7, 13]: yes",
-        "  peak OS threads >= 1: yes",
+        "  threads created: 16",
+        "  peak live threads within [7, 17]: yes",
+        "  peak OS threads >= 5: yes",
         "BOBBIN_STATS unset: child ran, no table",
         "BOBBIN_STATS=0: child ran, no table",
     };
@@ -132,22 +164,22 @@ int main(void)
     long ids = field(table, "thread ids handed out");
     if (created >= 0) {
         printf("  threads created: %ld\n", created);
-        CHECK(created == N, "threads created %ld, want %d", created, N);
+        CHECK(created == N + PINNED, "threads created %ld, want %d", created, N + PINNED);
     } else {
         /* the older table: ids handed out, main's included */
-        printf("  threads created: %s\n", ids >= N + 1 ? "12" : "wrong");
-        CHECK(ids >= N + 1, "no \"threads created\", and \"thread ids handed out\" %ld < %d",
-              ids, N + 1);
+        printf("  threads created: %s\n", ids >= N + PINNED + 1 ? "16" : "wrong");
+        CHECK(ids >= N + PINNED + 1, "no \"threads created\", and \"thread ids handed out\" %ld < %d",
+              ids, N + PINNED + 1);
     }
     long peak = field(table, "peak live threads");
-    int peak_ok = peak >= AT_ONCE + 1 && peak <= N + 1;
-    printf("  peak live threads within [%d, %d]: %s\n", AT_ONCE + 1, N + 1,
+    int peak_ok = peak >= AT_ONCE + 1 && peak <= N + PINNED + 1;
+    printf("  peak live threads within [%d, %d]: %s\n", AT_ONCE + 1, N + PINNED + 1,
            peak_ok ? "yes" : "no");
-    CHECK(peak_ok, "peak live threads %ld, want within [%d, %d]", peak, AT_ONCE + 1, N + 1);
+    CHECK(peak_ok, "peak live threads %ld, want within [%d, %d]", peak, AT_ONCE + 1, N + PINNED + 1);
     long os = field(table, "peak OS threads");
-    printf("  peak OS threads >= 1: %s\n", os >= 1 ? "yes" : "no");
-    CHECK(os >= 1, "peak OS threads %ld", os);
-    if (!ok || !peak_ok || os < 1 || !hdr)
+    printf("  peak OS threads >= %d: %s\n", PINNED + 1, os >= PINNED + 1 ? "yes" : "no");
+    CHECK(os >= PINNED + 1, "peak OS threads %ld, want at least %d", os, PINNED + 1);
+    if (!ok || !peak_ok || os < PINNED + 1 || !hdr)
         reexec_show("BOBBIN_STATS=1", &r);
     free(r.out);
     free(r.err);

@@ -80,6 +80,7 @@ static void child(void)
 	bb_sched_.pendp = NULL;
 	mp->dropping = false;
 	atomic_store(&bb_sched_.mcount, 1);
+	atomic_store(&bb_sched_.mpeak, 1);
 	atomic_store(&bb_sched_.nmspinning, 0);
 	atomic_store(&bb_sched_.timersleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);

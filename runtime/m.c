@@ -43,6 +43,11 @@ bb_m *bb_allocm(void)
 		bb_allm[slot] = mp;
 	mp->self = mp;
 	mp->id = atomic_fetch_add_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
+	int32_t peak = atomic_load_explicit(&bb_sched_.mpeak, memory_order_relaxed);
+	while (peak < mp->id + 1 &&
+	       !atomic_compare_exchange_weak_explicit(&bb_sched_.mpeak, &peak, mp->id + 1,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
 	mp->fastrand[0] = (uint32_t)(0x9e3779b9u * (uint32_t)(mp->id + 1));
 	mp->fastrand[1] = (uint32_t)bb_nanotime() | 1;
 	return mp;

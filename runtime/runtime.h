@@ -376,7 +376,8 @@ typedef struct bb_sched {
 	int32_t nmdropping;
 	int32_t npend;
 	bb_p *pendp;
-	_Atomic int32_t mcount;     /* Ms created */
+	_Atomic int32_t mcount;     /* Ms created (less those that ended with their locked G) */
+	_Atomic int32_t mpeak;      /* the most Ms at once (BOBBIN_STATS) */
 	int32_t maxmcount;
 	/* idle Ps: sched.lock for the list, atomic for the count */
 	bb_p *pidle;

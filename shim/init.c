@@ -58,7 +58,7 @@ static void print_stats(void)
 		  "  preempted at a call      %llu\n"
 		  "  signals to running threads %llu\n",
 		  bb_gomaxprocs, (long long)created,
-		  atomic_load(&bb_sched_.nthreadsmax), atomic_load(&bb_sched_.mcount),
+		  atomic_load(&bb_sched_.nthreadsmax), atomic_load(&bb_sched_.mpeak),
 		  (unsigned long long)switches, (unsigned long long)atomic_load(&st->steals),
 		  (unsigned long long)syscalls,
 		  (unsigned long long)atomic_load(&st->handoffs),
