@@ -482,7 +482,13 @@ void bb_preempt_init(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	/* not SA_ONSTACK: the alternate stack installed is the running
+	 * thread's own (shim/signal.c), and threads may share one (varnish
+	 * gives all its workers the same, for a SIGSEGV report natively
+	 * used once at most): two OS threads taking SIGURG wrote their frames
+	 * over each other there, and a thread ran on two OS threads at once.
+	 * The frame goes on the stack in use, a G's or g0's */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
 	if (bb_real_sigaction(SIGURG, &sa, NULL) == 0)
 		bb_async_preempt = true;
