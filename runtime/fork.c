@@ -123,6 +123,12 @@ static void child(void)
 			l[0] = l[1] = l;
 		}
 	}
+	/* glibc's list of threads is that G's TCB alone, with this OS thread's
+	 * id: set*id runs on it as this OS thread's (shim/identity.c; on the
+	 * M's own TCB, absent from the list, glibc signalled the G's entry,
+	 * this very thread, and waited for ever for an answer marked on the
+	 * other TCB) */
+	mp->ostcb = mp->curg->tcb;
 	mp->spinning = false;
 	mp->nextp = NULL;
 	mp->detach_req = mp->detached = false;

@@ -327,6 +327,9 @@ struct bb_m {
 	_Atomic(bb_p *) handp;    /* a P handed to this M while it was the timer sleeper */
 	bb_m *schedlink;          /* idle list: sched.lock */
 	void *tcb;                /* the OS thread's own struct pthread */
+	/* the struct pthread glibc's thread list holds for this OS thread, if
+	 * not tcb (M0's: main's; set in a fork child, see fork.c) */
+	void *ostcb;
 	uintptr_t g0sp;           /* top of g0's stack: mcall starts here */
 	pid_t tid;                /* kernel tid */
 	uint32_t fastrand[2];

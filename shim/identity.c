@@ -760,6 +760,8 @@ BB_EXPORT long ptrace(enum __ptrace_request req, ...)
 static uintptr_t own_tcb(void)
 {
 	bb_m *mp = bb_getm();
+	if (mp->ostcb)
+		return (uintptr_t)mp->ostcb; /* a fork child's one OS thread */
 	return (uintptr_t)(mp->id == 0 && bb_main_g ? bb_main_g->tcb : mp->tcb);
 }
 
