@@ -20,9 +20,12 @@
  *
  * 4. A thread blocks SIGPIPE and writes to a pipe whose reader has gone, with
  *    write(), or with stdio (fputs + fflush: glibc's own write), then sleeps
- *    1 ms 10 times beside 3 threads that do not block SIGPIPE, then swallows
- *    the SIGPIPE with a zero-timeout sigtimedwait. 60 rounds: the process
- *    lives, each write failed with EPIPE, each SIGPIPE was swallowed.
+ *    1 ms 10 times beside 3 threads that do not block SIGPIPE; after write()
+ *    it swallows the SIGPIPE with a zero-timeout sigtimedwait, after stdio it
+ *    leaves it pending (bobbin catches glibc's own write's SIGPIPE only when
+ *    another thread next runs on that OS thread: README). 60 rounds: the
+ *    process lives, each write failed with EPIPE, each write()'s SIGPIPE was
+ *    swallowed.
  * 5. The same with SIGXFSZ: a write past RLIMIT_FSIZE (6,000 bytes, this
  *    part only) fails with EFBIG, the signal is swallowed after the sleeps.
  *    30 rounds.
@@ -219,7 +222,11 @@ static void *pipe_writer(void *arg)
             atomic_fetch_add(&epipes, 1);
         fclose(f);
     }
-    sleep_and_swallow(&s, SIGPIPE, &swallowed);
+    if (kind == 0)
+        sleep_and_swallow(&s, SIGPIPE, &swallowed);
+    else
+        for (int i = 0; i < 10; i++)
+            usleep(1000); /* left pending: it ends with the thread */
     return NULL;
 }
 
@@ -322,9 +329,9 @@ int main(void)
         pthread_join(t, NULL);
     }
     CHECK(atomic_load(&epipes) == 60, "part 4: %d writes failed with EPIPE", atomic_load(&epipes));
-    CHECK(atomic_load(&swallowed) == 60, "part 4: %d SIGPIPEs swallowed", atomic_load(&swallowed));
+    CHECK(atomic_load(&swallowed) == 30, "part 4: %d SIGPIPEs of write() swallowed", atomic_load(&swallowed));
     printf("part 4: alive after 60 writes into a closed pipe with SIGPIPE blocked: EPIPE %d, "
-           "swallowed by sigtimedwait %d\n", atomic_load(&epipes), atomic_load(&swallowed));
+           "swallowed by sigtimedwait %d of write()'s 30\n", atomic_load(&epipes), atomic_load(&swallowed));
 
     current_probe = "part 5: SIGXFSZ blocked, swallowed after sleeps";
     struct rlimit old_fsize, fsize = {6000, 6000};

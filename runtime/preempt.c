@@ -277,6 +277,14 @@ static void restart_call(bb_m *mp, ucontext_t *uc, uintptr_t pc)
 	 * unless it answered -EINTR */
 	if (r[REG_RAX] != -EINTR || in_bobbin(pc))
 		return;
+	/* A wait for a signal ends only with one handled: the kernel may
+	 * deliver that signal and this SIGURG at the same return, and the
+	 * EINTR is then the program's (a Boehm-GC thread's sigsuspend, its
+	 * restart signal handled, was made again and waited for ever). Its
+	 * callers loop on such a wait: an EINTR of bobbin's costs them a
+	 * look at their flag. */
+	if (kc->nr == SYS_rt_sigsuspend || kc->nr == SYS_pause)
+		return;
 	if (kc->nr == SYS_nanosleep ||
 	    (kc->nr == SYS_clock_nanosleep && !(kc->args[1] & TIMER_ABSTIME)))
 		return;

@@ -1459,6 +1459,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->sigmask = attr->sigmask ? *attr->sigmask & ~BB_GLIBC_SIGNALS : mp->curg->sigmask;
 	atomic_store_explicit(&gp->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&gp->sigwait_set, 0, memory_order_relaxed);
+	atomic_store_explicit(&gp->masked_wait, false, memory_order_relaxed);
 	gp->nsigq = 0; /* values queued to the thread this G was before */
 	atomic_store_explicit(&gp->procsig, 0, memory_order_relaxed);
 	gp->createpc = attr->createpc;

@@ -202,7 +202,7 @@ struct bb_g {
 	/* in a call that waits under a mask of its own (sigsuspend, ppoll,
 	 * pselect, epoll_pwait): the signals it lets in meanwhile are those
 	 * waitmask lets in, not sigmask (sysmon's choice of a taker) */
-	volatile bool masked_wait;
+	_Atomic bool masked_wait;
 	uint64_t waitmask;
 	_Atomic uint32_t *clear_tid; /* set_tid_address of the G: zeroed and woken at its exit */
 	bool exit_called;    /* pthread_exit (not cancellation) is unwinding it */

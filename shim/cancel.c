@@ -107,6 +107,7 @@ static void *unwound_result(void)
 	bb_g *gp = bb_getg();
 	if (atomic_load(&gp->status) == Gsyscall) {
 		gp->in_cancel_call = false;
+		atomic_store(&gp->masked_wait, false); /* cancelled in sigsuspend & co. */
 		/* the handler never returned: unblock what it blocked (SIGCANCEL
 		 * itself) on this M before the M runs anything else */
 		bb_resync_sigmask(bb_getm());

@@ -336,8 +336,15 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
  * ppoll, pselect, epoll_pwait with a mask), inside entersyscall. The kernel
  * never had what pthread_kill left pending in bobbin: what the mask lets in
  * is handled first and the call fails with EINTR, as the kernel would make
- * it; one that lands as the call begins ends it through the SIGURG poke, and
- * is handled after (EINTR if the call failed). */
+ * it. From the moment the wait is published (masked_wait, waitmask, in
+ * Gsyscall: the G stays on this OS thread until the call returns), a
+ * signal the mask lets in goes to the kernel on this OS thread: the
+ * sender's own (pthread_kill, post_blocked), or, for one that reached
+ * bobbin's pending set first, the wait's (bb_pending_to_kernel). A signal
+ * handler's sigsuspend waiting for its restart signal (Boehm GC's stop of
+ * the world) lost one sent just before the call: bobbin's SIGURG poke was
+ * blocked there. Handled after the call (EINTR if it failed) what came
+ * once it was over. */
 #define BB_MASKED_WAIT(ret, call, set, cancel)                                 \
 	({                                                                     \
 		uint64_t m_;                                                   \
@@ -347,18 +354,30 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
 		if (bb_run_own_signals_under(m_)) {                            \
 			errno = EINTR;                                         \
 		} else {                                                       \
+			bb_preempt_point();                                    \
+			bb_testcancel();                                       \
 			bb_g *mg_ = bb_getg();                                 \
+			bb_entersyscall();                                     \
 			mg_->waitmask = m_;                                    \
-			mg_->masked_wait = true;                               \
-			w_ = BB_IN_SYSCALL(ret, call, cancel);                 \
-			mg_->masked_wait = false;                              \
+			atomic_store(&mg_->masked_wait, true);                 \
+			bb_pending_to_kernel(mg_, m_);                         \
+			mg_->in_cancel_call = (cancel);                        \
+			w_ = (call);                                           \
+			mg_->in_cancel_call = false;                           \
 			int we_ = errno;                                       \
+			atomic_store(&mg_->masked_wait, false);                \
+			bb_exitsyscall();                                      \
 			if (bb_run_own_signals_under(m_) && w_ < 0)            \
 				we_ = EINTR;                                   \
 			errno = we_;                                           \
 		}                                                              \
 		w_;                                                            \
 	})
+
+/* signal.c: the signals of gp's pending set that mask lets in, to the
+ * kernel queue of its OS thread (gp in Gsyscall there, its masked wait
+ * published) */
+void bb_pending_to_kernel(bb_g *gp, uint64_t mask);
 
 /* signal.c: before a sleep parks, block on the M the signals with a
  * handler that the G lets in (sysmon hands them on once it is parked) */

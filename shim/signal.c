@@ -1196,14 +1196,56 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
  * sigwait made before it is poked to look (bobbin's SIGURG, which that
  * wait takes too): the sigwait_set it stored, against the bit stored
  * here, one side sees the other. */
+static bool call_takes(bb_g *gp, int sig);
+static void to_kernel(bb_g *gp, bb_m *mp, int sig);
+
 static void post_blocked(bb_g *gp, int sig)
 {
-	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
-	if (atomic_load(&gp->sigwait_set) & BB_SIGBIT(sig)) {
-		bb_m *mp = gp->m;
-		if (mp && mp->tid > 0)
-			bb_urg_send(mp->tid);
+	uint64_t bit = BB_SIGBIT(sig);
+	atomic_fetch_or(&gp->sigpending, bit);
+	bb_m *mp = gp->m;
+	if (mp == NULL || mp->tid <= 0)
+		return;
+	/* a masked wait published since the sender looked lets it in (its
+	 * own look at the pending set may have come before the bit): the
+	 * kernel's, on that OS thread, by whichever side takes the bit */
+	if (atomic_load(&gp->status) == Gsyscall && atomic_load(&gp->masked_wait) &&
+	    call_takes(gp, sig) && (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
+		to_kernel(gp, mp, sig);
+		return;
 	}
+	if (atomic_load(&gp->sigwait_set) & bit)
+		bb_urg_send(mp->tid);
+}
+
+/* sig, taken from gp's pending set (its pthread_sigqueue value with it),
+ * queued to the kernel for mp's OS thread, where gp waits in a call */
+static void to_kernel(bb_g *gp, bb_m *mp, int sig)
+{
+	siginfo_t si;
+	own_siginfo(gp, sig, &si, SI_TKILL);
+	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
+}
+
+void bb_pending_to_kernel(bb_g *gp, uint64_t mask)
+{
+	uint64_t in = atomic_load(&gp->sigpending) & ~mask & ~BB_GLIBC_SIGNALS;
+	while (in) {
+		int sig = __builtin_ctzll(in) + 1;
+		in &= in - 1;
+		if (atomic_fetch_and(&gp->sigpending, ~BB_SIGBIT(sig)) & BB_SIGBIT(sig))
+			to_kernel(gp, gp->m, sig);
+	}
+}
+
+/* gp runs a handler that the kernel (or bobbin over code that may hold a
+ * lock) ran over that code on mp: it cannot leave mp before the handler
+ * returns, and its calls go straight to the kernel, which is where a
+ * signal for it must go too (a sigsuspend there waited for ever for a
+ * restart signal kept in bobbin: Guile's collector) */
+static bool in_native_handler(bb_g *gp, uint32_t st, bb_m *mp)
+{
+	return st == Grunning && mp && mp->curg == gp && mp->sigframe_fp != 0;
 }
 
 /* gp, inside a system call on its M, lets the kernel take sig there: it
@@ -1248,8 +1290,9 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	if (sig == 0)
 		return 0;
 	bb_m *mp = gp->m;
-	if (st == Gsyscall && mp && mp->tid > 0) {
-		if (!call_takes(gp, sig)) {
+	bool native = in_native_handler(gp, st, mp);
+	if ((st == Gsyscall || native) && mp && mp->tid > 0) {
+		if (!native && !call_takes(gp, sig)) {
 			post_blocked(gp, sig);
 			return 0;
 		}
@@ -1364,7 +1407,8 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 		return 0;
 	bool self = bb_on_g() && gp == bb_getg();
 	bb_m *mp = self ? bb_getm() : gp->m;
-	bool kernel = self ? !own_blocked(gp, sig) : st == Gsyscall && call_takes(gp, sig);
+	bool kernel = self ? !own_blocked(gp, sig)
+			   : (st == Gsyscall && call_takes(gp, sig)) || in_native_handler(gp, st, mp);
 	if (kernel && mp && mp->tid > 0) {
 		/* itself, or blocked in the kernel on its M: the kernel's queue */
 		siginfo_t info;
