@@ -47,50 +47,28 @@ static uint64_t strip_ours(uint64_t mask)
 	return mask;
 }
 
-void (*bb_stray_signal_hook)(bb_g *gp, int sig);
-
-/* the signals pending for this OS thread alone (not the process's): the
- * SigPnd line of its /proc status */
-static uint64_t thread_pending(void)
-{
-	char buf[2048];
-	if (bb_read_small("/proc/thread-self/status", buf, sizeof buf) < 0)
-		return 0;
-	const char *p = strstr(buf, "\nSigPnd:");
-	return p ? strtoull(p + 8, NULL, 16) : 0;
-}
+void (*bb_reclaim_hook)(bb_g *gp, uint64_t set);
 
 /* A signal the kernel queued for this OS thread itself while its mask
  * blocked it (SIGPIPE for a write to a closed pipe, made by glibc's stdio
  * where bobbin does not see the EPIPE) is the G's that ran here then:
  * natively it waits for that thread. Once the mask lets it in (the next G
- * run here, or an unblock), the kernel would give it to whatever runs: a
- * thread that does not block SIGPIPE died of another's. It goes to the last
- * G this M ran, if that G still lives (as a pthread_kill to it would), or
- * nowhere, as a thread's pending signals end with it. One more system call
- * when the mask opens what that G blocked; a read of /proc only when
- * something in the opening is pending. */
+ * run here), the kernel would give it to whatever runs: a thread that does
+ * not block SIGPIPE died of another's. It goes back to the last G this M
+ * ran, if that G still lives, or nowhere, as a thread's pending signals
+ * end with it (shim/signal.c's reclaim, as for a signalfd call's). One
+ * more system call when the mask opens what that G blocked; a read of
+ * /proc only when something in the opening is pending. */
 static __attribute__((noinline)) void rescue_own_signals(bb_m *mp, uint64_t opening)
 {
 	uint64_t pend = 0;
 	opening &= ~(BB_GLIBC_SIGNALS | BB_SIGBIT(SIGURG) | BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
-	if (opening == 0 ||
+	if (opening == 0 || bb_reclaim_hook == NULL ||
 	    bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0 || !(pend & opening))
 		return;
-	uint64_t own;
-	while ((own = thread_pending() & opening) != 0) {
-		int sig = __builtin_ctzll(own) + 1;
-		uint64_t set = BB_SIGBIT(sig);
-		siginfo_t si;
-		struct timespec zero = {0, 0};
-		/* the thread's own queue is taken before the process's */
-		if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)&si, (long)&zero, 8, 0, 0) != sig)
-			return;
-		bb_g *gp = mp->lastg;
-		if (gp && gp->goid == mp->lastgoid && atomic_load(&gp->status) != Gdead &&
-		    bb_stray_signal_hook)
-			bb_stray_signal_hook(gp, sig);
-	}
+	bb_g *gp = mp->lastg;
+	bool lives = gp->goid == mp->lastgoid && atomic_load(&gp->status) != Gdead;
+	bb_reclaim_hook(lives ? gp : NULL, opening);
 }
 
 /* this M's kernel mask, exactly mask (one system call if it changes) */

@@ -1005,9 +1005,10 @@ extern void (*bb_urg_program_hook)(int, siginfo_t *, void *); /* a SIGURG not bo
 /* SIGURG's handler on mp, whose G gp sleeps in a system call: the kept
  * signals resend names are gp's (shim/signal.c) */
 extern void (*bb_resend_hook)(bb_m *mp, bb_g *gp, uint64_t resend, void *uc);
-/* a signal the kernel queued for an OS thread, taken back for gp, the G
- * that ran there (proc.c, rescue_own_signals; shim/signal.c) */
-extern void (*bb_stray_signal_hook)(bb_g *gp, int sig);
+/* the signals of set the kernel queued for this OS thread alone, taken
+ * back for gp (NULL: dropped); shim/signal.c, for proc.c's
+ * rescue_own_signals */
+extern void (*bb_reclaim_hook)(bb_g *gp, uint64_t set);
 /* shim: act on a pending cancellation (glibc's testcancel); called on a G
  * interrupted at a safe point when its cancellation is due asynchronously */
 extern void (*bb_async_cancel_hook)(void);

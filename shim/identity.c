@@ -226,19 +226,26 @@ BB_EXPORT pid_t gettid(void)
 
 /* tgkill/tkill: a green thread named by its id gets the signal as from
  * pthread_kill (0 or an errno); -1: a real OS thread, for the kernel */
+/* the green thread whose id tid is, or NULL; *green: the id is no kernel
+ * thread's (a green thread's that has ended: ESRCH) */
+static bb_g *g_by_id(pid_t tid, bool *green)
+{
+	*green = tid & 0x20000000; /* such an id is never a kernel thread's */
+	if (*green)
+		return bb_g_by_tid(tid);
+	bb_g *gp = bb_main_g; /* main's id is the initial thread's */
+	if (gp == NULL || atomic_load(&gp->status) == Gdead || bb_g_tid(gp) != tid)
+		return NULL; /* a real OS thread: the kernel's */
+	return gp;
+}
+
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig)
 {
 	if (!bb_active)
 		return -1;
-	bb_g *gp;
-	if (tid & 0x20000000) { /* such an id is never a kernel thread's */
-		gp = bb_g_by_tid(tid);
-	} else {
-		gp = bb_main_g; /* main's id is the initial thread's */
-		if (gp == NULL || atomic_load(&gp->status) == Gdead || bb_g_tid(gp) != tid)
-			return -1; /* a real OS thread: the kernel's (no getpid here) */
-	}
-	if (tgid != -1 && tgid != getpid())
+	bool green;
+	bb_g *gp = g_by_id(tid, &green);
+	if ((gp == NULL && !green) || (tgid != -1 && tgid != getpid()))
 		return -1;
 	return gp ? pthread_kill(bb_handle(gp), sig) : ESRCH;
 }
@@ -524,13 +531,8 @@ static bool green_of(pid_t pid, pthread_t *th)
 {
 	if (!bb_on_g())
 		return false;
-	bb_g *gp;
-	if (pid == 0)
-		gp = bb_getg();
-	else if (pid & 0x20000000) /* never a kernel thread's */
-		gp = bb_g_by_tid(pid);
-	else
-		gp = bb_main_g != NULL && bb_g_tid(bb_main_g) == pid ? bb_main_g : NULL;
+	bool green;
+	bb_g *gp = pid == 0 ? bb_getg() : g_by_id(pid, &green);
 	if (gp == NULL || atomic_load(&gp->status) == Gdead)
 		return false;
 	*th = bb_handle(gp);

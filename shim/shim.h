@@ -146,19 +146,25 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
  * call's. cancel: glibc makes the call a cancellation point (its wrapper
  * turns on asynchronous cancellation around the system call), so
  * pthread_cancel may interrupt it with SIGCANCEL (cancel.c). */
-#define BB_IN_SYSCALL(ret, call, cancel)          \
-	({                                        \
+#define BB_IN_SYSCALL(ret, call, cancel) BB_IN_SYSCALL_AT(ret, call, cancel, (void)0, (void)0)
+
+/* the same, with enter run once the G is in Gsyscall (it stays on this OS
+ * thread from there) and leave before it takes a P back (it may move) */
+#define BB_IN_SYSCALL_AT(ret, call, cancel, enter, leave)                         \
+	({                                                                       \
 		bb_preempt_point(); /* a loop of short calls must yield too */ \
-		bb_testcancel();                  \
-		bb_g *g_ = bb_getg();             \
-		bb_entersyscall();                \
-		g_->in_cancel_call = (cancel);    \
-		ret r_ = call;                    \
-		g_->in_cancel_call = false;       \
-		int e_ = errno;                   \
-		bb_exitsyscall();                 \
-		errno = e_;                       \
-		r_;                               \
+		bb_testcancel();                                                 \
+		bb_g *g_ = bb_getg();                                            \
+		bb_entersyscall();                                               \
+		enter;                                                           \
+		g_->in_cancel_call = (cancel);                                   \
+		ret r_ = call;                                                   \
+		g_->in_cancel_call = false;                                      \
+		int e_ = errno;                                                  \
+		leave;                                                           \
+		bb_exitsyscall();                                                \
+		errno = e_;                                                      \
+		r_;                                                              \
 	})
 
 /* A call that cannot wait (a zero time-out), made on a G: bobbin's
@@ -354,19 +360,13 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
 		if (bb_run_own_signals_under(m_)) {                            \
 			errno = EINTR;                                         \
 		} else {                                                       \
-			bb_preempt_point();                                    \
-			bb_testcancel();                                       \
 			bb_g *mg_ = bb_getg();                                 \
-			bb_entersyscall();                                     \
-			mg_->waitmask = m_;                                    \
-			atomic_store(&mg_->masked_wait, true);                 \
-			bb_pending_to_kernel(mg_, m_);                         \
-			mg_->in_cancel_call = (cancel);                        \
-			w_ = (call);                                           \
-			mg_->in_cancel_call = false;                           \
+			w_ = BB_IN_SYSCALL_AT(ret, call, cancel,               \
+				(mg_->waitmask = m_,                           \
+				 atomic_store(&mg_->masked_wait, true),        \
+				 bb_pending_to_kernel(mg_, m_)),               \
+				atomic_store(&mg_->masked_wait, false));       \
 			int we_ = errno;                                       \
-			atomic_store(&mg_->masked_wait, false);                \
-			bb_exitsyscall();                                      \
 			if (bb_run_own_signals_under(m_) && w_ < 0)            \
 				we_ = EINTR;                                   \
 			errno = we_;                                           \

@@ -297,14 +297,20 @@ static int take_own(bb_g *gp, uint64_t want, siginfo_t *si)
 /* A process signal sysmon gave this G: dequeue it from the process's
  * pending set (it is blocked on our M until now), with its siginfo. False
  * if another thread took it first (an M running a G that takes it). */
+/* sig dequeued now if pending, with its siginfo: the thread's own queue is
+ * taken before the process's (the kernel's order) */
+static bool take_now(int sig, siginfo_t *si)
+{
+	uint64_t set = BB_SIGBIT(sig);
+	struct timespec zero = {0, 0};
+	return bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)si, (long)&zero, 8, 0, 0) == sig;
+}
+
 static bool take_process_signal(int sig, siginfo_t *si)
 {
 	if (bb_take_stashed(sig, si))
 		return true; /* kept by a handler that could not run it (trampoline) */
-	uint64_t set = 1ull << (sig - 1);
-	struct timespec zero = {0, 0};
-	long r = bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)si, (long)&zero, 8, 0, 0);
-	return r == sig;
+	return take_now(sig, si);
 }
 
 static void program_action(int sig, struct kaction *ka);
@@ -1121,14 +1127,14 @@ BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 	return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
 }
 
-static void stray_signal(bb_g *gp, int sig);
+static void reclaim_thread_signals(bb_g *gp, uint64_t set);
 
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
 	bb_urg_program_hook = urg_program;
 	bb_resend_hook = run_resent;
-	bb_stray_signal_hook = stray_signal;
+	bb_reclaim_hook = reclaim_thread_signals;
 	for (int sig = 1; sig <= 64; sig++)
 		note_action(sig); /* actions set before bobbin started */
 }
@@ -1304,18 +1310,6 @@ BB_EXPORT int pthread_kill(pthread_t th, int sig)
 	return 0;
 }
 
-/* runtime/proc.c's rescue_own_signals: sig, queued by the kernel for an
- * OS thread while gp ran there and blocked it, is gp's */
-static void stray_signal(bb_g *gp, int sig)
-{
-	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
-	bb_m *mp = gp->m;
-	if (!(__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED) & BB_SIGBIT(sig)) &&
-	    atomic_load(&gp->status) == Grunning && mp && mp != bb_self_m() && mp->tid > 0 &&
-	    bb_async_preempt)
-		bb_urg_send(mp->tid); /* let in meanwhile: it takes it now */
-}
-
 /* The running G's call just made the kernel queue sig for its OS thread
  * (a write's EPIPE: SIGPIPE), which it blocks: the signal is the G's, kept
  * in bobbin, where its sigtimedwait (the way to swallow a SIGPIPE), its
@@ -1323,13 +1317,8 @@ static void stray_signal(bb_g *gp, int sig)
 void bb_keep_own_signal(int sig)
 {
 	bb_g *gp = bb_getg();
-	if (!own_blocked(gp, sig))
-		return; /* let in: the kernel ran it as the call returned */
-	uint64_t set = BB_SIGBIT(sig);
 	siginfo_t si;
-	struct timespec zero = {0, 0};
-	/* the thread's own queue is taken before the process's */
-	if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&set, (long)&si, (long)&zero, 8, 0, 0) == sig)
+	if (own_blocked(gp, sig) && take_now(sig, &si)) /* (let in: the kernel ran it) */
 		post_blocked(gp, sig);
 }
 
@@ -1492,28 +1481,37 @@ static uint64_t thread_pending(void)
 	return p ? strtoull(p + 9, NULL, 16) : 0;
 }
 
-static void sigfd_reclaim(bb_g *gp, bb_sigfd_state *st)
+/* The signals of set pending for this OS thread alone (its kernel queue,
+ * not the process's) go back to gp, values and all: pending for it in
+ * bobbin. gp NULL: they end there, as a thread's do with it. For a
+ * signalfd call's lent signals (below), and for what the kernel queued
+ * here for the G that ran last (runtime/proc.c, rescue_own_signals). */
+static void reclaim_thread_signals(bb_g *gp, uint64_t set)
 {
-	uint64_t back = thread_pending() & gp->sigmask & atomic_load(&bb_sigfd_sigs);
-	struct timespec zero = {0, 0};
+	uint64_t back = thread_pending() & set;
 	while (back) {
 		uint64_t bit = back & -back;
 		int sig = __builtin_ctzll(bit) + 1;
 		siginfo_t si;
-		/* (the thread's own queue is taken before the process's) */
-		if (bb_rawsyscall6(SYS_rt_sigtimedwait, (long)&bit, (long)&si, (long)&zero, 8, 0, 0) != sig) {
+		if (!take_now(sig, &si)) {
 			back &= ~bit;
 			continue;
 		}
-		if (si.si_code == SI_QUEUE) {
+		if (gp && si.si_code == SI_QUEUE) {
 			bb_lock_acquire(&gp->sigqlock);
 			sigq_add(gp, sig, (uintptr_t)si.si_value.sival_ptr);
 			bb_lock_release(&gp->sigqlock);
 		}
-		atomic_fetch_or(&gp->sigpending, bit);
+		if (gp)
+			atomic_fetch_or(&gp->sigpending, bit);
 		if (sig < SIGRTMIN || !(thread_pending() & bit))
 			back &= ~bit; /* one of a standard signal; all of a real-time one */
 	}
+}
+
+static void sigfd_reclaim(bb_g *gp, bb_sigfd_state *st)
+{
+	reclaim_thread_signals(gp, gp->sigmask & atomic_load(&bb_sigfd_sigs));
 	if (st->locked) {
 		st->locked = false;
 		bb_unlock_os_thread();
