@@ -473,6 +473,8 @@ void bb_notewakeup(bb_note *n);
 static inline void bb_noteclear(bb_note *n) { atomic_store_explicit(&n->key, 0, memory_order_relaxed); }
 long bb_read_small(const char *path, char *buf, size_t size);
 long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts);
+long bb_futex_wait_abs(_Atomic uint32_t *addr, uint32_t val, clockid_t clock,
+		       const struct timespec *abstime);
 extern int (*bb_clock_gettime)(clockid_t, struct timespec *);
 int64_t bb_nanotime(void);
 int64_t bb_nanotime_coarse(void);

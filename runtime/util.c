@@ -9,6 +9,7 @@
 #include <fcntl.h>
 
 #include <dlfcn.h>
+#include <errno.h>
 
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -127,6 +128,20 @@ void bb_throw(const char *fmt, ...)
 long bb_futex(_Atomic uint32_t *addr, int op, uint32_t val, const void *ts)
 {
 	return bb_rawsyscall6(SYS_futex, (long)addr, op | FUTEX_PRIVATE_FLAG, val, (long)ts, 0, 0);
+}
+
+/* a private futex wait while *addr == val, until abstime on clock (NULL:
+ * none); a time before 1970 has passed, as NPTL has it. 0 or -errno. */
+long bb_futex_wait_abs(_Atomic uint32_t *addr, uint32_t val, clockid_t clock,
+		       const struct timespec *abstime)
+{
+	if (abstime != NULL && abstime->tv_sec < 0)
+		return -ETIMEDOUT;
+	int op = FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG;
+	if (abstime != NULL && clock == CLOCK_REALTIME)
+		op |= FUTEX_CLOCK_REALTIME;
+	return bb_rawsyscall6(SYS_futex, (long)addr, op, val, (long)abstime, 0,
+			      FUTEX_BITSET_MATCH_ANY);
 }
 
 /*

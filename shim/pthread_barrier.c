@@ -23,10 +23,18 @@
  * to drain, as NPTL's destroy waits for its leavers. NPTL never returns EBUSY:
  * a destroy while a round is unfinished waits for the round to complete, and
  * so does this one.
+ *
+ * A thread that runs no G here (an NPTL thread, code on a coroutine's or a
+ * language runtime's own stack) waits in the kernel on the word's high half
+ * (the round); it counts itself in `kwaiters` before it arrives, so the
+ * round's last arrival, whose CAS sees that arrival, knows to wake the
+ * futex too.
  */
 #include "mutex.h" /* BB_KERNEL_WAIT */
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 
 typedef struct bb_barrier {
 	_Atomic uint64_t word;  /* 0: arrived this round | round << 32 (glibc's
@@ -35,7 +43,8 @@ typedef struct bb_barrier {
 	int shared;             /* 12: 0 private; glibc's FUTEX_SHARED if pshared */
 	_Atomic uint32_t inside;/* 16: glibc's out: waiters between their entry and
 				   their last access, | DESTROYING */
-	uint32_t unused[3];
+	_Atomic uint32_t kwaiters; /* 20: waiters in the kernel, this round or the next */
+	uint32_t unused[2];
 } bb_barrier;
 _Static_assert(sizeof(bb_barrier) == sizeof(pthread_barrier_t), "barrier overlay");
 _Static_assert(offsetof(bb_barrier, count) == 8, "glibc count");
@@ -58,11 +67,20 @@ static bool still_inside(void *addr, void *arg)
 		~DESTROYING) != 0;
 }
 
+/* the round's half of the word */
+static _Atomic uint32_t *round_word(bb_barrier *b)
+{
+	return (_Atomic uint32_t *)(void *)((char *)&b->word + 4);
+}
+
 static int wait_round(bb_barrier *b)
 {
+	bool on_g = bb_on_g();
 	/* relaxed: destroy learns of this entry through the round's CASes
 	 * (acq_rel) that order it before any waiter can return */
 	atomic_fetch_add_explicit(&b->inside, 1, memory_order_relaxed);
+	if (!on_g)
+		atomic_fetch_add(&b->kwaiters, 1); /* before the arrival's CAS */
 	unsigned count = b->count;
 	uint64_t w = atomic_load_explicit(&b->word, memory_order_relaxed), n;
 	bool last;
@@ -76,6 +94,12 @@ static int wait_round(bb_barrier *b)
 	uint32_t round = (uint32_t)(w >> 32);
 	if (last) {
 		bb_sema_wake(&b->word, -1);
+		if (atomic_load(&b->kwaiters) != 0)
+			bb_futex(round_word(b), FUTEX_WAKE, INT_MAX, NULL);
+	} else if (!on_g) {
+		while (atomic_load(round_word(b)) == round)
+			bb_futex(round_word(b), FUTEX_WAIT, round, NULL); /* EINTR: look again */
+		atomic_thread_fence(memory_order_acquire);
 	} else {
 		/* 0: validate saw the round over; 1: woken (maybe by an earlier
 		 * round's late wake-up: look again) */
@@ -94,6 +118,8 @@ static int wait_round(bb_barrier *b)
 		 * sequence of later arrivals' CASes carries it) */
 		atomic_thread_fence(memory_order_acquire);
 	}
+	if (!on_g)
+		atomic_fetch_sub(&b->kwaiters, 1);
 	/* the last access: release orders everything above before destroy */
 	if (atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release) == (DESTROYING | 1))
 		bb_sema_wake(&b->inside, -1); /* only the address: b may be gone */
@@ -103,9 +129,7 @@ static int wait_round(bb_barrier *b)
 BB_EXPORT int pthread_barrier_wait(pthread_barrier_t *bar)
 {
 	bb_barrier *b = (bb_barrier *)bar;
-	if (!bb_on_g())
-		return REAL(pthread_barrier_wait)(bar);
-	if (b->shared != 0)
+	if (!bb_active || b->shared != 0)
 		return BB_KERNEL_WAIT(REAL(pthread_barrier_wait)(bar));
 	return wait_round(b);
 }

@@ -9,16 +9,25 @@
  * a signal with none is one load. glibc's __wrefs word (offset 36) keeps the
  * clock (bit 1: CLOCK_MONOTONIC) and process-shared (bit 0) attributes set
  * by pthread_cond_init; process-shared condvars keep glibc's implementation.
+ *
+ * A thread that runs no G where it waits (an NPTL thread, code on a
+ * coroutine's or a language runtime's own stack) waits on the same condvar
+ * in the kernel: it counts itself in nwaiters and kwaiters and sleeps on the
+ * futex word kseq, which every signal or broadcast that finds such waiters
+ * and wakes too few Gs bumps before its futex wake (foreign_wait).
  */
 #include "mutex.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 
 typedef struct bb_cond {
 	_Atomic uint32_t nwaiters; /* waiting Gs: queued, or out of the queue
 				      running a handler (wait_common) */
 	_Atomic uint32_t wakes;    /* signals and broadcasts that found waiters */
-	uint32_t unused0[7];
+	_Atomic uint32_t kseq;     /* futex word of the waiters that are not Gs */
+	_Atomic uint32_t kwaiters; /* those waiters (counted in nwaiters too) */
+	uint32_t unused0[5];
 	uint32_t wrefs;            /* glibc's: bit 0 pshared, bit 1 monotonic */
 	uint32_t unused1[2];
 } bb_cond;
@@ -143,23 +152,81 @@ static int wait_common(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline
 	return kernel_mutex(mu) ? wait_kernel_mutex(cv, mu, deadline) : wait_bb_mutex(cv, mu, deadline);
 }
 
+struct kwait {
+	bb_cond *c;
+	pthread_mutex_t *mu;
+};
+
+static void kwait_leave(bb_cond *c)
+{
+	atomic_fetch_sub(&c->kwaiters, 1);
+	atomic_fetch_sub(&c->nwaiters, 1);
+}
+
+/* cancelled in its sleep: the mutex is taken again before the cleanup
+ * handlers run, as POSIX says */
+static void kwait_cancelled(void *arg)
+{
+	struct kwait *k = arg;
+	kwait_leave(k->c);
+	pthread_mutex_lock(k->mu);
+}
+
+/* A wait by a thread that runs no G here. It is a waiter, and has read
+ * kseq, before the mutex goes: a signal from anyone who takes the mutex
+ * after that either wakes its futex wait or changes kseq before it begins.
+ * A cancellation point as NPTL's: the asynchronous type for the sleep only.
+ * abstime: on `clock`, NULL for none. A wake-up by a signal handler is a
+ * spurious one (0), as NPTL's. */
+static int foreign_wait(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clock,
+			const struct timespec *abstime)
+{
+	bb_cond *c = (bb_cond *)cv;
+	if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000))
+		return EINVAL;
+	atomic_fetch_add(&c->kwaiters, 1);
+	atomic_fetch_add(&c->nwaiters, 1);
+	uint32_t seq = atomic_load(&c->kseq);
+	int e = pthread_mutex_unlock(mu); /* errorcheck's EPERM, as NPTL's */
+	if (e != 0) {
+		kwait_leave(c);
+		return e;
+	}
+	struct kwait k = {c, mu};
+	long r;
+	int type;
+	pthread_cleanup_push(kwait_cancelled, &k);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	r = bb_futex_wait_abs(&c->kseq, seq, clock, abstime);
+	pthread_setcanceltype(type, NULL);
+	pthread_cleanup_pop(0);
+	kwait_leave(c);
+	e = pthread_mutex_lock(mu); /* a robust mutex's EOWNERDEAD */
+	return e != 0 ? e : r == -ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+/* the waits that are not bobbin's: glibc's own (bobbin inactive, a
+ * process-shared condvar), or a thread's that runs no G here */
+#define NOT_ON_G(cv, foreign, real)                                \
+	do {                                                       \
+		if (!bb_active || pshared(cv))                     \
+			return BB_KERNEL_WAIT(real);               \
+		if (!bb_on_g())                                    \
+			return foreign;                            \
+	} while (0)
+
 BB_EXPORT int pthread_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu)
 {
-	if (!bb_on_g())
-		return REAL(pthread_cond_wait)(cv, mu);
-	if (pshared(cv))
-		return BB_KERNEL_WAIT(REAL(pthread_cond_wait)(cv, mu));
+	NOT_ON_G(cv, foreign_wait(cv, mu, CLOCK_REALTIME, NULL), REAL(pthread_cond_wait)(cv, mu));
 	return wait_common(cv, mu, 0);
 }
 
 BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 				     const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_cond_timedwait)(cv, mu, abstime);
-	if (pshared(cv))
-		return BB_KERNEL_WAIT(REAL(pthread_cond_timedwait)(cv, mu, abstime));
 	clockid_t clock = (((bb_cond *)cv)->wrefs & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+	NOT_ON_G(cv, foreign_wait(cv, mu, clock, abstime),
+		 REAL(pthread_cond_timedwait)(cv, mu, abstime));
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
@@ -169,12 +236,10 @@ BB_EXPORT int pthread_cond_timedwait(pthread_cond_t *cv, pthread_mutex_t *mu,
 BB_EXPORT int pthread_cond_clockwait(pthread_cond_t *cv, pthread_mutex_t *mu, clockid_t clock,
 				     const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_cond_clockwait)(cv, mu, clock, abstime);
-	if (pshared(cv))
-		return BB_KERNEL_WAIT(REAL(pthread_cond_clockwait)(cv, mu, clock, abstime));
-	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+	if (bb_active && !pshared(cv) && clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
+	NOT_ON_G(cv, foreign_wait(cv, mu, clock, abstime),
+		 REAL(pthread_cond_clockwait)(cv, mu, clock, abstime));
 	int64_t deadline = bb_abs_deadline(clock, abstime);
 	if (deadline < 0)
 		return EINVAL;
@@ -192,6 +257,10 @@ static int wake(pthread_cond_t *cv, int n)
 	int woken = bb_sema_wake(c, n);
 	if (woken)
 		atomic_fetch_sub_explicit(&c->nwaiters, (uint32_t)woken, memory_order_relaxed);
+	if ((n < 0 || woken < n) && atomic_load(&c->kwaiters) != 0) {
+		atomic_fetch_add(&c->kseq, 1);
+		bb_futex(&c->kseq, FUTEX_WAKE, n < 0 ? INT32_MAX : (uint32_t)(n - woken), NULL);
+	}
 	return 0;
 }
 

@@ -13,8 +13,12 @@
  *   bit 1   W   a writer holds the lock (glibc's WRLOCKED)
  *   bit 2   RW  readers are parked on `rqueue`, or about to park (glibc's
  *               RWAITING); cleared by whoever wakes them all
- *   bits 3-31 R readers holding the lock: glibc's count at glibc's shift, so
+ *   bits 3-30 R readers holding the lock: glibc's count at glibc's shift, so
  *               the 2^28th reader gets EAGAIN as with NPTL
+ *   bit 31  K   threads that run no G here (NPTL threads, code on a
+ *               coroutine's or a language runtime's own stack) sleep in the
+ *               kernel on this word's low half; cleared, and all of them
+ *               woken to try again, by the unlock that may let them in
  *   bits 32-63 WW writers that found the lock busy and will park on
  *               `wqueue`; they leave the count when they get the lock or
  *               give up
@@ -38,11 +42,13 @@
  * EBUSY from the try variants, EAGAIN on reader overflow, ETIMEDOUT; unlock
  * checks nothing and returns 0. Process-shared locks keep glibc's
  * implementation (the real functions; their waits inside entersyscall, so
- * the P moves on), as does a caller that is not a G.
+ * the P moves on).
  */
 #include "mutex.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 
 typedef struct bb_rwlock {
 	_Atomic uint64_t state;  /* 0: __readers | __writers << 32, above */
@@ -67,10 +73,11 @@ _Static_assert(offsetof(bb_rwlock, flags) == 48, "glibc __flags");
 #define RW_W 2u
 #define RW_RWAIT 4u
 #define RW_READER 8u                  /* one reader in R */
+#define RW_K 0x80000000u
 #define RW_MAX_READERS ((1u << 28) - 1) /* NPTL: R reaching bit 31 is EAGAIN */
 #define RW_WRITER ((uint64_t)1 << 32) /* one writer in WW */
 
-static inline uint32_t nreaders(uint64_t s) { return (uint32_t)s >> 3; }
+static inline uint32_t nreaders(uint64_t s) { return ((uint32_t)s & ~RW_K) >> 3; }
 static inline uint32_t nwriters(uint64_t s) { return (uint32_t)(s >> 32); }
 
 static bool prefer_writer(bb_rwlock *l)
@@ -158,6 +165,38 @@ static void spin_while(bb_rwlock *l, bool reader)
 	}
 }
 
+/* ---- waiting in the kernel: a thread that runs no G here ---- */
+
+/* after a CAS that cleared RW_K: only the address is used (l may be gone) */
+static void k_wake(bb_rwlock *l)
+{
+	bb_futex((_Atomic uint32_t *)(void *)&l->state, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* take the lock, sleeping on the state word's low half with RW_K set (a
+ * writer does not register in WW: it only tries again when woken) */
+static int kernel_lock(bb_rwlock *l, bool reader, clockid_t clock,
+		       const struct timespec *abstime)
+{
+	uint64_t s = atomic_load(&l->state);
+	for (;;) {
+		if (reader) {
+			int err = try_read(l, &s);
+			if (err != EBUSY)
+				return err;
+		} else if (try_write(l, &s, false)) {
+			return 0;
+		}
+		if (!(s & RW_K) && !atomic_compare_exchange_strong(&l->state, &s, s | RW_K))
+			continue;
+		long r = bb_futex_wait_abs((_Atomic uint32_t *)(void *)&l->state,
+					   (uint32_t)(s | RW_K), clock, abstime);
+		if (r == -ETIMEDOUT)
+			return ETIMEDOUT;
+		s = atomic_load(&l->state);
+	}
+}
+
 /* ---- waiting (validate hooks run under the queue's bucket lock) ---- */
 
 static bool reader_must_wait(void *addr, void *arg)
@@ -193,6 +232,8 @@ static int rdlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abs
 	int64_t deadline = 0;
 	uint64_t s;
 	spin_while(l, true);
+	if (!bb_on_g())
+		return kernel_lock(l, true, clock, abstime);
 	for (;;) {
 		int err = try_read(l, &s);
 		if (err != EBUSY)
@@ -223,8 +264,12 @@ static void writer_give_up(bb_rwlock *l)
 			       !(n & RW_W);
 		if (wake_readers)
 			n &= ~(uint64_t)RW_RWAIT;
+		if (prefer_writer(l) && nwriters(n) == 0)
+			n &= ~(uint64_t)RW_K;
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_relaxed,
 							memory_order_relaxed));
+	if ((s & RW_K) && !(n & RW_K))
+		k_wake(l);
 	if (wake_readers)
 		bb_sema_wake(&l->rqueue, -1);
 	if (writable(n) && nwriters(n) > 0)
@@ -236,6 +281,8 @@ static int wrlock_slow(bb_rwlock *l, clockid_t clock, const struct timespec *abs
 	int64_t deadline = 0;
 	bool registered = false;
 	spin_while(l, false);
+	if (!bb_on_g())
+		return kernel_lock(l, false, clock, abstime);
 	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
 	for (;;) {
 		if (try_write(l, &s, registered))
@@ -267,13 +314,15 @@ static uint64_t wr_release(bb_rwlock *l, bool *wake_readers)
 	atomic_store_explicit(&l->cur_writer, 0, memory_order_relaxed);
 	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed), n;
 	do {
-		n = s & ~(uint64_t)RW_W;
+		n = s & ~(uint64_t)(RW_W | RW_K);
 		*wake_readers = (s & RW_RWAIT) && (!prefer_writer(l) || nwriters(s) == 0);
 		if (*wake_readers)
 			n &= ~(uint64_t)RW_RWAIT;
 		/* release: the critical section happens before the next holder */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
 							memory_order_relaxed));
+	if (s & RW_K)
+		k_wake(l);
 	return n;
 }
 
@@ -298,9 +347,13 @@ static bool rd_release(bb_rwlock *l, uint64_t *np)
 		if (nreaders(s) == 0)
 			return false;
 		*np = s - RW_READER;
+		if (writable(*np)) /* the last reader: a writer may enter */
+			*np &= ~(uint64_t)RW_K;
 		/* release: the read section happens before the next writer */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, *np, memory_order_release,
 							memory_order_relaxed));
+	if ((s & RW_K) && !(*np & RW_K))
+		k_wake(l);
 	return true;
 }
 
@@ -373,9 +426,7 @@ static int wrlock(pthread_rwlock_t *rw, clockid_t clock, const struct timespec *
  * stack frame */
 static __attribute__((noinline)) int rdlock_slow_entry(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_rdlock)(rw);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_rdlock)(rw));
 	return rdlock(rw, CLOCK_REALTIME, NULL);
 }
@@ -389,7 +440,7 @@ BB_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return REAL(pthread_rwlock_tryrdlock)(rw);
 	uint64_t s;
 	return try_read((bb_rwlock *)rw, &s); /* no EDEADLK: NPTL says EBUSY */
@@ -397,9 +448,7 @@ BB_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_timedrdlock)(rw, abstime);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_timedrdlock)(rw, abstime));
 	return rdlock(rw, CLOCK_REALTIME, abstime);
 }
@@ -407,9 +456,7 @@ BB_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *rw, const struct time
 BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_clockrdlock)(rw, clock, abstime);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_clockrdlock)(rw, clock, abstime));
 	return rdlock(rw, clock, abstime);
 }
@@ -417,9 +464,7 @@ BB_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *rw, clockid_t clock,
 /* the rest of pthread_rwlock_wrlock (see rdlock_slow_entry) */
 static __attribute__((noinline)) int wrlock_slow_entry(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_wrlock)(rw);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_wrlock)(rw));
 	return wrlock(rw, CLOCK_REALTIME, NULL);
 }
@@ -433,7 +478,7 @@ BB_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
 {
-	if (!bb_on_g() || kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return REAL(pthread_rwlock_trywrlock)(rw);
 	bb_rwlock *l = (bb_rwlock *)rw;
 	uint64_t s = atomic_load_explicit(&l->state, memory_order_relaxed);
@@ -442,9 +487,7 @@ BB_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
 
 BB_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_timedwrlock)(rw, abstime);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_timedwrlock)(rw, abstime));
 	return wrlock(rw, CLOCK_REALTIME, abstime);
 }
@@ -452,9 +495,7 @@ BB_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw, const struct time
 BB_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw, clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!bb_on_g())
-		return REAL(pthread_rwlock_clockwrlock)(rw, clock, abstime);
-	if (kernel_rwlock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return BB_KERNEL_WAIT(REAL(pthread_rwlock_clockwrlock)(rw, clock, abstime));
 	return wrlock(rw, clock, abstime);
 }
@@ -469,7 +510,7 @@ static __attribute__((noinline)) void unlock_wake(bb_rwlock *l, uint64_t n, bool
 
 BB_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
-	if (!g_lock(rw))
+	if (!bb_active || kernel_rwlock(rw))
 		return REAL(pthread_rwlock_unlock)(rw);
 	bb_rwlock *l = (bb_rwlock *)rw;
 	/* as NPTL: the holder of the write lock is the thread whose tid is in
