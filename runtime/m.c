@@ -284,7 +284,7 @@ int bb_newm(bb_p *pp, bool spinning)
 /* mstart takes a mask once its gs base is set (a handler may look at the M) */
 static int start_m(bb_m *mp)
 {
-	int err = bb_start_os_thread(mstart, mp, 256 * 1024);
+	int err = bb_start_os_thread(mstart, mp, BB_G0_STACKSIZE);
 	if (err != 0) /* (mp stays in bb_allm, unused: Ms are never freed) */
 		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 	else

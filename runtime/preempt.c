@@ -39,6 +39,7 @@ int64_t bb_timeslice_ns = 10 * 1000 * 1000;
 bb_stats bb_stats_;
 bool bb_stats_on;
 void (*bb_sigpoke_hook)(void);
+void (*bb_offstack_sig_hook)(bb_g *, uint64_t);
 void (*bb_resend_hook)(bb_m *, bb_g *, uint64_t, void *);
 void (*bb_async_cancel_hook)(void);
 
@@ -333,6 +334,42 @@ bool bb_urg_ours(const siginfo_t *si)
 
 void (*bb_urg_program_hook)(int, siginfo_t *, void *);
 
+static bool in_range(uintptr_t sp, const void *lo, size_t size)
+{
+	return lo != NULL && sp >= (uintptr_t)lo && sp < (uintptr_t)lo + size;
+}
+
+/* sp is on none of the stacks bobbin knows gp and mp by (the G's own, its
+ * alternate signal stack, the M's g0 and alternate stacks): the G runs
+ * code on a stack of the program's own (a coroutine's, a language
+ * runtime's: SBCL's main thread runs all its Lisp code so) */
+static bool foreign_stack(bb_m *mp, bb_g *gp, uintptr_t sp)
+{
+	return !(sp >= gp->stack_lo && sp < gp->stack_hi) &&
+	       !in_range(sp, gp->alt_sp, gp->alt_size) &&
+	       !in_range(sp, mp->altstack, BB_ALTSTACK_SIZE) &&
+	       !(sp < mp->g0sp + 1024 && sp >= mp->g0sp - BB_G0_STACKSIZE);
+}
+
+/* On a stack of the program's own, bobbin cannot run a handler on the
+ * running G (its calls there run as a foreign thread's): its signals go to
+ * the kernel, which runs them when this handler returns, as it would
+ * natively (SBCL's stop-for-GC signal to its main thread, which waited in
+ * a futex in Lisp code: the collector waited for ever). True if so. */
+static bool offstack_signals(bb_m *mp, bb_g *gp, const ucontext_t *uc, uintptr_t sp)
+{
+	/* the mask there is the kernel's: the program's code on that stack
+	 * changes it with the real calls (pthread_sigmask: bb_on_g says no),
+	 * which bobbin's copy for the G never sees */
+	uint64_t kmask;
+	memcpy(&kmask, &uc->uc_sigmask, sizeof kmask);
+	if (!(atomic_load(&gp->sigpending) & ~kmask) || bb_offstack_sig_hook == NULL ||
+	    !foreign_stack(mp, gp, sp))
+		return false;
+	bb_offstack_sig_hook(gp, kmask);
+	return true;
+}
+
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
 	if (!bb_urg_ours(si)) { /* the program's, or another process's, kill */
@@ -360,6 +397,9 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 			mp->detach_req = false;
 			mp->kcall_set = false;
 		}
+		/* (this SIGURG may stand for a pthread_kill's too; the G is
+		 * still this M's, in Gsyscall if detach_p let the P go) */
+		offstack_signals(mp, gp, uc, sp);
 		return;
 	}
 	/* a pthread_kill for the G running here: its handler runs on the G
@@ -379,6 +419,8 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 			atomic_fetch_add_explicit(&bb_stats_.preempt_refused, 1, memory_order_relaxed);
 		return;
 	}
+	if (running && offstack_signals(mp, gp, uc, sp))
+		return;
 	if (running && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
 	    bb_sigpoke_hook &&
 	    !in_bobbin(pc) && !bb_rt_live(gp, sp)) {

@@ -118,7 +118,7 @@ cpu_set_t bb_initial_affinity;
 char bb_initial_comm[16];
 long bb_timerslack_ns;
 
-static size_t g0_stacksize = 256 * 1024;
+static size_t g0_stacksize = BB_G0_STACKSIZE;
 
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to)
 {

@@ -300,6 +300,9 @@ struct bb_p {
 	_Atomic int64_t timer0when;
 };
 
+#define BB_G0_STACKSIZE (256 * 1024)  /* an M's own stack (g0's) */
+#define BB_ALTSTACK_SIZE (64 * 1024)  /* an M's alternate signal stack */
+
 struct bb_m {
 	bb_m *self;               /* gs:0 points here: bb_getm() reads it */
 	bb_g *g0;                 /* scheduler context of this M */
@@ -1003,6 +1006,10 @@ void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */
 void bb_deliver_signals(void);               /* on the G: run its pending handlers */
 extern void (*bb_sigpoke_hook)(void);        /* bb_asyncpreempt2 calls it (ASYNC_SIGNAL) */
+/* the SIGURG handler found gp running on a stack of the program's own with
+ * signals pending for it that its OS thread does not block (kmask): they go
+ * to the kernel on this OS thread (shim/signal.c) */
+extern void (*bb_offstack_sig_hook)(bb_g *gp, uint64_t kmask);
 extern void (*bb_urg_program_hook)(int, siginfo_t *, void *); /* a SIGURG not bobbin's */
 /* SIGURG's handler on mp, whose G gp sleeps in a system call: the kept
  * signals resend names are gp's (shim/signal.c) */

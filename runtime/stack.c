@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define PAGE 4096ul
-#define ALTSTACK_SIZE (64 * 1024)
+#define ALTSTACK_SIZE BB_ALTSTACK_SIZE
 
 static size_t default_stacksize;
 static struct sigaction prev_segv;

@@ -1129,9 +1129,16 @@ BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 
 static void reclaim_thread_signals(bb_g *gp, uint64_t set);
 
+/* bb_offstack_sig_hook: what its OS thread does not block now */
+static void offstack_signals(bb_g *gp, uint64_t kmask)
+{
+	bb_pending_to_kernel(gp, kmask);
+}
+
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
+	bb_offstack_sig_hook = offstack_signals;
 	bb_urg_program_hook = urg_program;
 	bb_resend_hook = run_resent;
 	bb_reclaim_hook = reclaim_thread_signals;
