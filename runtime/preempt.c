@@ -215,6 +215,35 @@ bool bb_pc_lockable(uintptr_t pc)
 	return !safe_pc(pc);
 }
 
+static bool in_range(uintptr_t sp, const void *lo, size_t size)
+{
+	return lo != NULL && sp >= (uintptr_t)lo && sp < (uintptr_t)lo + size;
+}
+
+/* sp is on none of the stacks bobbin knows gp and mp by (the G's own, its
+ * alternate signal stack, the M's g0 and alternate stacks): the G runs
+ * code on a stack of the program's own (a coroutine's, a language
+ * runtime's: SBCL's main thread runs all its Lisp code so) */
+static bool foreign_stack(bb_m *mp, bb_g *gp, uintptr_t sp)
+{
+	return !(sp >= gp->stack_lo && sp < gp->stack_hi) &&
+	       !in_range(sp, gp->alt_sp, gp->alt_size) &&
+	       !in_range(sp, mp->altstack, BB_ALTSTACK_SIZE) &&
+	       !(sp < mp->g0sp + 1024 && sp >= mp->g0sp - BB_G0_STACKSIZE);
+}
+
+/* bobbin's code is live on the G's own stack under sp (bb_rt_live). On a
+ * stack of the program's own the mark says nothing: the G's stack stays
+ * as it was when it switched away, and a mark left there by a call that
+ * returned kept passing bb_rt_live's tests (qemu-img's coroutines: the
+ * main thread asleep in glibc's mutex wait on a coroutine's stack kept the
+ * only P for ever at P=1, its mark a pthread_mutex_lock made earlier at the
+ * same depth of its own stack) */
+static bool rt_live_at(bb_m *mp, bb_g *gp, uintptr_t sp)
+{
+	return bb_rt_live(gp, sp) && !foreign_stack(mp, gp, sp);
+}
+
 /* A stuck M (blocked in the kernel in code bobbin cannot see, e.g. glibc's
  * own write inside fwrite) gives up its P from its own thread: the handler
  * runs on that M, so nothing else of the M can be using the P meanwhile.
@@ -226,7 +255,7 @@ static void detach_p(bb_m *mp, bb_g *gp, uintptr_t pc, uintptr_t sp)
 {
 	mp->detach_req = false;
 	bb_p *pp = mp->p;
-	if (pp == NULL || in_bobbin(pc) || bb_rt_live(gp, sp) ||
+	if (pp == NULL || in_bobbin(pc) || rt_live_at(mp, gp, sp) ||
 	    atomic_load_explicit(&gp->status, memory_order_relaxed) != Grunning)
 		return;
 	bb_syscall_release_p(mp, gp);
@@ -334,23 +363,6 @@ bool bb_urg_ours(const siginfo_t *si)
 
 void (*bb_urg_program_hook)(int, siginfo_t *, void *);
 
-static bool in_range(uintptr_t sp, const void *lo, size_t size)
-{
-	return lo != NULL && sp >= (uintptr_t)lo && sp < (uintptr_t)lo + size;
-}
-
-/* sp is on none of the stacks bobbin knows gp and mp by (the G's own, its
- * alternate signal stack, the M's g0 and alternate stacks): the G runs
- * code on a stack of the program's own (a coroutine's, a language
- * runtime's: SBCL's main thread runs all its Lisp code so) */
-static bool foreign_stack(bb_m *mp, bb_g *gp, uintptr_t sp)
-{
-	return !(sp >= gp->stack_lo && sp < gp->stack_hi) &&
-	       !in_range(sp, gp->alt_sp, gp->alt_size) &&
-	       !in_range(sp, mp->altstack, BB_ALTSTACK_SIZE) &&
-	       !(sp < mp->g0sp + 1024 && sp >= mp->g0sp - BB_G0_STACKSIZE);
-}
-
 /* On a stack of the program's own, bobbin cannot run a handler on the
  * running G (its calls there run as a foreign thread's): its signals go to
  * the kernel, which runs them when this handler returns, as it would
@@ -423,7 +435,7 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		return;
 	if (running && ((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~gp->sigmask) &&
 	    bb_sigpoke_hook &&
-	    !in_bobbin(pc) && !bb_rt_live(gp, sp)) {
+	    !in_bobbin(pc) && !rt_live_at(mp, gp, sp)) {
 		why |= ASYNC_SIGNAL;
 		/* over glibc's code (inside malloc, holding an arena's lock):
 		 * the handler must not switch the G away (a fork's prepare
