@@ -215,9 +215,9 @@ bool bb_pc_lockable(uintptr_t pc)
 	return !safe_pc(pc);
 }
 
-static bool in_range(uintptr_t sp, const void *lo, size_t size)
+static bool in_range(uintptr_t sp, uintptr_t lo, size_t size)
 {
-	return lo != NULL && sp >= (uintptr_t)lo && sp < (uintptr_t)lo + size;
+	return lo != 0 && sp >= lo && sp < lo + size;
 }
 
 /* sp is on none of the stacks bobbin knows gp and mp by (the G's own, its
@@ -226,10 +226,11 @@ static bool in_range(uintptr_t sp, const void *lo, size_t size)
  * runtime's: SBCL's main thread runs all its Lisp code so) */
 static bool foreign_stack(bb_m *mp, bb_g *gp, uintptr_t sp)
 {
-	return !(sp >= gp->stack_lo && sp < gp->stack_hi) &&
-	       !in_range(sp, gp->alt_sp, gp->alt_size) &&
-	       !in_range(sp, mp->altstack, BB_ALTSTACK_SIZE) &&
-	       !(sp < mp->g0sp + 1024 && sp >= mp->g0sp - BB_G0_STACKSIZE);
+	/* (g0sp is 512 bytes under mstart's frame) */
+	return !in_range(sp, gp->stack_lo, gp->stack_hi - gp->stack_lo) &&
+	       !in_range(sp, (uintptr_t)gp->alt_sp, gp->alt_size) &&
+	       !in_range(sp, (uintptr_t)mp->altstack, BB_ALTSTACK_SIZE) &&
+	       !in_range(sp, mp->g0sp - BB_G0_STACKSIZE, BB_G0_STACKSIZE + 1024);
 }
 
 /* bobbin's code is live on the G's own stack under sp (bb_rt_live). On a

@@ -167,10 +167,12 @@ static void spin_while(bb_rwlock *l, bool reader)
 
 /* ---- waiting in the kernel: a thread that runs no G here ---- */
 
-/* after a CAS that cleared RW_K: only the address is used (l may be gone) */
-static void k_wake(bb_rwlock *l)
+/* after a CAS from state s to n: if it cleared RW_K, its sleepers try
+ * again (only the address is used: l may be gone) */
+static void k_wake(bb_rwlock *l, uint64_t s, uint64_t n)
 {
-	bb_futex((_Atomic uint32_t *)(void *)&l->state, FUTEX_WAKE, INT_MAX, NULL);
+	if ((s & RW_K) && !(n & RW_K))
+		bb_futex((_Atomic uint32_t *)(void *)&l->state, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* take the lock, sleeping on the state word's low half with RW_K set (a
@@ -268,8 +270,7 @@ static void writer_give_up(bb_rwlock *l)
 			n &= ~(uint64_t)RW_K;
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_relaxed,
 							memory_order_relaxed));
-	if ((s & RW_K) && !(n & RW_K))
-		k_wake(l);
+	k_wake(l, s, n);
 	if (wake_readers)
 		bb_sema_wake(&l->rqueue, -1);
 	if (writable(n) && nwriters(n) > 0)
@@ -321,8 +322,7 @@ static uint64_t wr_release(bb_rwlock *l, bool *wake_readers)
 		/* release: the critical section happens before the next holder */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, n, memory_order_release,
 							memory_order_relaxed));
-	if (s & RW_K)
-		k_wake(l);
+	k_wake(l, s, n);
 	return n;
 }
 
@@ -352,8 +352,7 @@ static bool rd_release(bb_rwlock *l, uint64_t *np)
 		/* release: the read section happens before the next writer */
 	} while (!atomic_compare_exchange_weak_explicit(&l->state, &s, *np, memory_order_release,
 							memory_order_relaxed));
-	if ((s & RW_K) && !(*np & RW_K))
-		k_wake(l);
+	k_wake(l, s, *np);
 	return true;
 }
 
