@@ -125,7 +125,7 @@ BB_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, REAL(ppoll)(fds, n, ts, mask));
 	if (mask)
-		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false);
+		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false, ts == NULL);
 	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
 		errno = EINVAL;
 		return -1;
@@ -234,7 +234,7 @@ BB_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, REAL(pselect)(nfds, r, w, e, ts, mask));
 	if (mask)
-		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false);
+		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false, ts == NULL);
 	if (nfds < 0 || (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
 		return -1;
@@ -297,7 +297,8 @@ BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, real(epfd, ev, max, timeout, mask));
 	if (mask)
-		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false);
+		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false,
+				      timeout == NULL);
 	if (max <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
 				     timeout->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
@@ -314,7 +315,8 @@ BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 	if (timeout == 0)
 		return BB_NOWAIT_POINT(int, REAL(epoll_pwait)(epfd, ev, max, 0, mask));
 	if (mask)
-		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask, false);
+		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask,
+				      false, timeout < 0);
 	if (max <= 0) {
 		errno = EINVAL;
 		return -1;

@@ -141,6 +141,22 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	return true;
 }
 
+/* Before a call that may block: what was handed to the G while it waited
+ * for a P (a yield at the preemption point, after bb_on_g looked) runs
+ * first. A process signal sysmon gave it stays blocked on its M until the
+ * G takes it (procsig): main, preempted on its way into pause() just after
+ * unblocking SIGALRM, was handed the alarm meanwhile and slept in pause()
+ * for ever with it blocked there (wait_not_cut) */
+static inline void bb_signals_before_call(bb_g *gp)
+{
+	if (__builtin_expect(((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+			       atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
+			      ~gp->sigmask) != 0,
+			     0) &&
+	    !gp->rt_nested)
+		bb_deliver_signals();
+}
+
 /* A call that may block in the kernel for long, inside entersyscall so the
  * P moves on; errno is the call's own. The value of the expression is the
  * call's. cancel: glibc makes the call a cancellation point (its wrapper
@@ -155,6 +171,7 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 		bb_preempt_point(); /* a loop of short calls must yield too */ \
 		bb_testcancel();                                                 \
 		bb_g *g_ = bb_getg();                                            \
+		bb_signals_before_call(g_);                                      \
 		bb_entersyscall();                                               \
 		enter;                                                           \
 		g_->in_cancel_call = (cancel);                                   \
@@ -174,13 +191,19 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
  * EINTR is bobbin's when no handler of the program's ran on this M since
  * sigs (mp->sigs_run before the call) and no signal waits for the G: the
  * call is made again (BB_NOWAIT). */
-static inline bool bb_eintr_ours(bb_m *mp, uint64_t sigs)
+static inline bool bb_eintr_ours_under(bb_m *mp, uint64_t sigs, uint64_t mask)
 {
 	if (bb_getm() != mp || atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) != sigs)
 		return false;
 	bb_g *gp = mp->curg;
-	return gp != NULL && !(atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
-			       atomic_load_explicit(&gp->procsig, memory_order_relaxed));
+	return gp != NULL && !((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+				atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
+			       ~mask);
+}
+
+static inline bool bb_eintr_ours(bb_m *mp, uint64_t sigs)
+{
+	return bb_eintr_ours_under(mp, sigs, 0);
 }
 
 #define BB_NOWAIT(ret, call)                                                           \
@@ -350,26 +373,42 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
  * handler's sigsuspend waiting for its restart signal (Boehm GC's stop of
  * the world) lost one sent just before the call: bobbin's SIGURG poke was
  * blocked there. Handled after the call (EINTR if it failed) what came
- * once it was over. */
-#define BB_MASKED_WAIT(ret, call, set, cancel)                                 \
+ * once it was over. A wait with no time-out (untimed) that only bobbin's
+ * own SIGURG cut short (no handler of the program's ran on its M, nothing
+ * pending the mask lets in: bb_eintr_ours_under) is made again: natively
+ * nothing would have ended it (signal_to_waiter's sigsuspend returned
+ * EINTR for a preemption signal that landed as it began, and the round's
+ * real signal was taken by the next round's wait) */
+#define BB_MASKED_WAIT(ret, call, set, cancel, untimed)                        \
 	({                                                                     \
 		uint64_t m_;                                                   \
 		memcpy(&m_, (set), sizeof m_);                                 \
 		bb_testcancel();                                               \
 		ret w_ = -1;                                                   \
-		if (bb_run_own_signals_under(m_)) {                            \
-			errno = EINTR;                                         \
-		} else {                                                       \
+		for (;;) {                                                     \
+			if (bb_run_own_signals_under(m_)) {                    \
+				errno = EINTR;                                 \
+				break;                                         \
+			}                                                      \
 			bb_g *mg_ = bb_getg();                                 \
+			bb_m *mm_ = NULL;                                      \
+			uint64_t runs_ = 0;                                    \
+			bool ours_ = false;                                    \
 			w_ = BB_IN_SYSCALL_AT(ret, call, cancel,               \
 				(mg_->waitmask = m_,                           \
 				 atomic_store(&mg_->masked_wait, true),        \
+				 mm_ = bb_getm(),                              \
+				 runs_ = atomic_load(&mm_->sigs_run),          \
 				 bb_pending_to_kernel(mg_, m_)),               \
-				atomic_store(&mg_->masked_wait, false));       \
+				(atomic_store(&mg_->masked_wait, false),       \
+				 ours_ = (untimed) && bb_eintr_ours_under(mm_, runs_, m_))); \
 			int we_ = errno;                                       \
+			if (w_ < 0 && we_ == EINTR && ours_)                   \
+				continue; /* bobbin's SIGURG alone */          \
 			if (bb_run_own_signals_under(m_) && w_ < 0)            \
 				we_ = EINTR;                                   \
 			errno = we_;                                           \
+			break;                                                 \
 		}                                                              \
 		w_;                                                            \
 	})

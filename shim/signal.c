@@ -1129,16 +1129,10 @@ BB_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 
 static void reclaim_thread_signals(bb_g *gp, uint64_t set);
 
-/* bb_offstack_sig_hook: what its OS thread does not block now */
-static void offstack_signals(bb_g *gp, uint64_t kmask)
-{
-	bb_pending_to_kernel(gp, kmask);
-}
-
 void bb_signal_init(void)
 {
 	bb_sigpoke_hook = poke;
-	bb_offstack_sig_hook = offstack_signals;
+	bb_offstack_sig_hook = bb_pending_to_kernel;
 	bb_urg_program_hook = urg_program;
 	bb_resend_hook = run_resent;
 	bb_reclaim_hook = reclaim_thread_signals;
@@ -1627,20 +1621,26 @@ BB_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 }
 
 /* Run, under the mask mask, the handlers of the signals sent to this thread
- * that mask lets in; true if one ran (BB_MASKED_WAIT, shim.h). */
+ * and of the process signals sysmon handed it (procsig) that mask lets in;
+ * true if one ran (BB_MASKED_WAIT, shim.h). */
 bool bb_run_own_signals_under(uint64_t mask)
 {
 	bb_g *gp = bb_getg();
 	mask &= ~BB_GLIBC_SIGNALS;
-	if (!(atomic_load(&gp->sigpending) & ~mask))
+	if (!((atomic_load(&gp->sigpending) | atomic_load(&gp->procsig)) & ~mask))
 		return false;
 	uint64_t saved = gp->sigmask;
+	bool was = gp->sig_ran;
+	gp->sig_ran = false;
 	gp->sigmask = mask;
 	bb_deliver_signals();
 	gp = bb_getg();
 	gp->sigmask = saved;
 	bb_apply_sigmask(bb_getm(), saved | atomic_load(&gp->procsig));
-	return true;
+	/* (an ignored one, or one another thread took first, ends no wait) */
+	bool ran = gp->sig_ran;
+	gp->sig_ran = was || ran;
+	return ran;
 }
 
 /* sigsuspend: as the masked polls (BB_MASKED_WAIT, shim.h) */
@@ -1651,7 +1651,7 @@ BB_EXPORT int sigsuspend(const sigset_t *set)
 		real = (int (*)(const sigset_t *))dlsym(RTLD_NEXT, "sigsuspend");
 	if (!bb_on_g())
 		return real(set);
-	return BB_MASKED_WAIT(int, real(set), set, true);
+	return BB_MASKED_WAIT(int, real(set), set, true, true);
 }
 
 /* what is pending for the thread: the kernel's, and what pthread_kill and
