@@ -88,6 +88,15 @@ static inline long probe_raw_syscall6(long n, long a1, long a2, long a3, long a4
     return ret;
 }
 
+/* a thread body that computes without a call until *(atomic_int *)stop */
+static inline void *probe_compute(void *stop)
+{
+    volatile unsigned long x = 0;
+    while (!atomic_load_explicit((atomic_int *)stop, memory_order_relaxed))
+        x++;
+    return NULL;
+}
+
 static inline int probe_exit(const char *name)
 {
     int n = atomic_load(&probe_failures);

@@ -47,15 +47,6 @@ static void on_alarm(int sig)
     atomic_fetch_add(&handled, 1);
 }
 
-static void *compute(void *arg)
-{
-    (void)arg;
-    volatile unsigned long x = 0;
-    while (!atomic_load_explicit(&stop, memory_order_relaxed))
-        x++;
-    return NULL;
-}
-
 static long now_us(void)
 {
     struct timespec t;
@@ -101,7 +92,7 @@ int main(void)
     REQUIRE(epfd >= 0, "epoll_create1");
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
-        REQUIRE(pthread_create(&t[i], NULL, compute, NULL) == 0, "create");
+        REQUIRE(pthread_create(&t[i], NULL, probe_compute, &stop) == 0, "create");
 
     int eintr[NCALLS] = {0}, early[NCALLS] = {0}, rounds[NCALLS] = {0};
     for (int r = 0; r < ROUNDS; r++) {

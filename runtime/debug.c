@@ -319,7 +319,7 @@ void bb_debug_signals_init(void)
 static bool program_has_handlers(void)
 {
 	for (int sig = 1; sig < 65; sig++) {
-		if (sig == SIGURG || sig == SIGSEGV || sig == SIGQUIT || sig == 32 || sig == 33)
+		if (sig == bb_presig() || sig == SIGSEGV || sig == SIGQUIT || sig == 32 || sig == 33)
 			continue; /* bobbin's own, and glibc's internal ones */
 		struct {
 			void *handler;

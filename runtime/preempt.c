@@ -344,15 +344,20 @@ static void note_spin(bb_g *gp, uintptr_t pc)
 /* SIGURG is bobbin's in the kernel while preemption by signal is on; the
  * program's own action for it is kept apart (shim/signal.c). bobbin's own
  * are queued with a value no other sender can know: the address below. */
-void bb_urg_send(pid_t tid)
+static void send_marked(pid_t tid, int sig)
 {
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
-	si.si_signo = SIGURG;
+	si.si_signo = sig;
 	si.si_code = SI_QUEUE;
 	si.si_pid = getpid();
 	si.si_value.sival_ptr = (void *)bb_urg_send;
-	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, si.si_pid, tid, SIGURG, (long)&si, 0, 0);
+	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, (long)&si, 0, 0);
+}
+
+void bb_urg_send(pid_t tid)
+{
+	send_marked(tid, bb_presig());
 }
 
 /* no getpid() per signal: only this process's bobbin sends SI_QUEUE with
@@ -383,6 +388,8 @@ static bool offstack_signals(bb_m *mp, bb_g *gp, const ucontext_t *uc, uintptr_t
 	return true;
 }
 
+static void resync_here(bb_m *mp, ucontext_t *uc);
+
 static void handler(int sig, siginfo_t *si, void *uctxv)
 {
 	if (!bb_urg_ours(si)) { /* the program's, or another process's, kill */
@@ -393,6 +400,10 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 	bb_m *mp = bb_self_m();
 	if (mp == NULL)
 		return;
+	if (__builtin_expect(sig != bb_presig(), 0)) {
+		resync_here(mp, uctxv); /* a move's last SIGURG (or one sent before it) */
+		return;
+	}
 	bb_g *gp = mp->curg;
 	ucontext_t *uc = uctxv;
 	if (__builtin_expect(atomic_load_explicit(&mp->resend, memory_order_relaxed) != 0, 0)) {
@@ -510,6 +521,23 @@ void bb_asyncpreempt2(void)
 		bb_async_cancel_hook();
 }
 
+/* bobbin's handler as sig's action */
+static bool install_handler(int sig)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = handler;
+	/* not SA_ONSTACK: the alternate stack installed is the running
+	 * thread's own (shim/signal.c), and threads may share one (varnish
+	 * gives all its workers the same, for a SIGSEGV report natively
+	 * used once at most): two OS threads taking SIGURG wrote their frames
+	 * over each other there, and a thread ran on two OS threads at once.
+	 * The frame goes on the stack in use, a G's or g0's */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	return bb_real_sigaction(sig, &sa, NULL) == 0;
+}
+
 void bb_preempt_init(void)
 {
 	const char *ts = getenv("BOBBIN_TIMESLICE");
@@ -542,19 +570,108 @@ void bb_preempt_init(void)
 	if (bb_real_sigaction(SIGURG, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
 	    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 		return; /* the program's own signal: leave it alone */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = handler;
-	/* not SA_ONSTACK: the alternate stack installed is the running
-	 * thread's own (shim/signal.c), and threads may share one (varnish
-	 * gives all its workers the same, for a SIGSEGV report natively
-	 * used once at most): two OS threads taking SIGURG wrote their frames
-	 * over each other there, and a thread ran on two OS threads at once.
-	 * The frame goes on the stack in use, a G's or g0's */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (bb_real_sigaction(SIGURG, &sa, NULL) == 0)
+	if (install_handler(SIGURG))
 		bb_async_preempt = true;
+}
+
+/* ---- moving off SIGURG ----
+ *
+ * A program that reads SIGURG from a signalfd (PostgreSQL's latch: other
+ * processes kill() it with SIGURG, which it blocks and polls a signalfd
+ * for) needs the kernel to keep the signal pending, and bobbin never lets
+ * its OS threads block its own signal: every one was delivered to
+ * bobbin's handler and the signalfd never became readable. Once such a
+ * signalfd is made, bobbin's signal becomes SIGWINCH (ignored by default
+ * too, so one left pending across an exec harms nothing), if the program
+ * has no action of its own for it; SIGURG is the program's from then on.
+ * Every M's kernel mask is made right from its own thread, by one last
+ * marked SIGURG (new_mask): the new signal let in, SIGURG blocked as its
+ * G or an idle M wants it (a program's SIGURG let in on one thread with
+ * the default action would be lost there). */
+_Atomic int bb_presig_ = SIGURG;
+_Atomic uint32_t bb_presig_epoch;
+
+/* the kernel mask k of mp after the move */
+static uint64_t new_mask(bb_m *mp, uint64_t k)
+{
+	bb_g *gp = mp->curg;
+	bool block = gp == NULL || ((gp->sigmask | atomic_load(&gp->procsig)) & BB_SIGBIT(SIGURG));
+	k &= ~BB_SIGBIT(bb_presig());
+	return block ? k | BB_SIGBIT(SIGURG) : k & ~BB_SIGBIT(SIGURG);
+}
+
+/* mp's first mask change since the move, before the mover's SIGURG came
+ * (its mask made with the new signal): no SIGURG of the mover's then, and
+ * one of bobbin's sent before the move lands now, while SIGURG is still
+ * let in here (after, it would wait here for a signalfd to show it). Or
+ * the mover's is on its way: wait for it, let in here too. */
+void bb_presig_resync(bb_m *mp)
+{
+	uint8_t st = 0;
+	if (atomic_compare_exchange_strong(&mp->presig_state, &st, 2)) {
+		bb_rawsyscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		return;
+	}
+	for (int i = 0; i < 5000 && atomic_load(&mp->presig_state) != 2; i++) {
+		struct timespec ts = {0, 20000};
+		bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+	atomic_store(&mp->presig_state, 2); /* (100 ms: blocked here after all) */
+}
+
+/* a marked SIGURG after the move, on mp: the mask the kernel puts back
+ * when the handler returns */
+static void resync_here(bb_m *mp, ucontext_t *uc)
+{
+	uint64_t k;
+	memcpy(&k, &uc->uc_sigmask, sizeof k);
+	k = new_mask(mp, k);
+	memcpy(&uc->uc_sigmask, &k, sizeof k);
+	mp->sigmask = k;
+	atomic_store(&mp->presig_state, 2);
+}
+
+bool bb_presig_move(void)
+{
+	static bb_lock movelock;
+	if (!bb_async_preempt || bb_presig() != SIGURG)
+		return false;
+	bb_lock_acquire(&movelock);
+	struct sigaction cur;
+	bool moved = false;
+	if (bb_presig() == SIGURG && bb_real_sigaction(SIGWINCH, NULL, &cur) == 0 &&
+	    cur.sa_handler == SIG_DFL && !(cur.sa_flags & SA_SIGINFO) && install_handler(SIGWINCH)) {
+		atomic_store(&bb_presig_, SIGWINCH);
+		atomic_fetch_add(&bb_presig_epoch, 1);
+		moved = true;
+	}
+	bb_lock_release(&movelock);
+	if (!moved)
+		return false;
+	/* every M's mask, from its own thread, unless it did it itself
+	 * first (bb_presig_resync); at most 200 ms (an M that ends meanwhile
+	 * never answers, one asleep in the timer's masked epoll_pwait answers
+	 * when that wait ends) */
+	int32_t n = atomic_load(&bb_nallm);
+	for (int32_t i = 0; i < n; i++) {
+		bb_m *mp = bb_allm[i];
+		uint8_t st = 0;
+		if (mp && mp->tid > 0 && atomic_compare_exchange_strong(&mp->presig_state, &st, 1))
+			send_marked(mp->tid, SIGURG);
+	}
+	for (int tries = 0; tries < 2000; tries++) {
+		bool all = true;
+		for (int32_t i = 0; i < n && all; i++) {
+			bb_m *mp = bb_allm[i];
+			all = mp == NULL || mp->tid <= 0 || atomic_load(&mp->presig_state) == 2;
+		}
+		if (all)
+			break;
+		struct timespec ts = {0, 100000};
+		bb_rawsyscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+	}
+	bb_sigwatch_moved();
+	return true;
 }
 
 /* sysmon: ask the G running on pp to yield */

@@ -43,7 +43,7 @@ bb_g *bb_main_g;
 static uint64_t strip_ours(uint64_t mask)
 {
 	if (bb_async_preempt)
-		mask &= ~(1ull << (SIGURG - 1));
+		mask &= ~BB_SIGBIT(bb_presig());
 	return mask;
 }
 
@@ -62,7 +62,7 @@ void (*bb_reclaim_hook)(bb_g *gp, uint64_t set);
 static __attribute__((noinline)) void rescue_own_signals(bb_m *mp, uint64_t opening)
 {
 	uint64_t pend = 0;
-	opening &= ~(BB_GLIBC_SIGNALS | BB_SIGBIT(SIGURG) | BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
+	opening &= ~(BB_GLIBC_SIGNALS | BB_SIGBIT(bb_presig()) | BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP));
 	if (opening == 0 || bb_reclaim_hook == NULL ||
 	    bb_rawsyscall6(SYS_rt_sigpending, (long)&pend, 8, 0, 0, 0, 0) != 0 || !(pend & opening))
 		return;
@@ -74,6 +74,10 @@ static __attribute__((noinline)) void rescue_own_signals(bb_m *mp, uint64_t open
 /* this M's kernel mask, exactly mask (one system call if it changes) */
 void bb_set_sigmask(bb_m *mp, uint64_t mask)
 {
+	/* bobbin's signal has moved (preempt.c) and this M has not followed */
+	if (__builtin_expect(atomic_load_explicit(&bb_presig_epoch, memory_order_relaxed) != 0, 0) &&
+	    atomic_load(&mp->presig_state) != 2)
+		bb_presig_resync(mp);
 	if (mp->sigmask == mask)
 		return;
 	/* only what the G that ran here last blocked can wait here for it:

@@ -366,6 +366,9 @@ struct bb_m {
 	bb_m *newmlink;           /* on sysmon's list of Ms to start (bb_newm) */
 	void *waitarg;
 	_Atomic uint64_t sigs_run; /* program's handlers the kernel ran here (sysmon reads) */
+	/* bb_presig_move: 0 not yet, 1 the mover's SIGURG is on its way,
+	 * 2 its kernel mask follows the move (or never takes signals) */
+	_Atomic uint8_t presig_state;
 };
 
 typedef struct bb_sched {
@@ -781,7 +784,18 @@ typedef struct bb_stats {
 extern bb_stats bb_stats_;
 extern bool bb_stats_on; /* BOBBIN_STATS: keep the counts that cost a shared line */
 extern bool bb_async_preempt;
-/* bobbin's own SIGURG to OS thread tid, marked as bobbin's (bb_urg_ours):
+/* bobbin's preemption signal: SIGURG, or SIGWINCH once the program takes
+ * SIGURG for itself where bobbin cannot stand in for the kernel (a
+ * signalfd of it: PostgreSQL's latch), bb_presig_move */
+extern _Atomic int bb_presig_;
+extern _Atomic uint32_t bb_presig_epoch; /* moves so far: 0 or 1 */
+static inline int bb_presig(void)
+{
+	return atomic_load_explicit(&bb_presig_, memory_order_relaxed);
+}
+bool bb_presig_move(void); /* true: moved now (the caller hands SIGURG to the program) */
+void bb_presig_resync(bb_m *mp); /* before mp's first mask change after a move (owner) */
+/* bobbin's own preemption signal to OS thread tid, marked as bobbin's (bb_urg_ours):
  * a SIGURG the program or another process sends goes to the program's
  * action, which bobbin keeps for it (shim/signal.c) */
 void bb_urg_send(pid_t tid);
@@ -1058,6 +1072,7 @@ void bb_idle_sigmask(bb_m *mp);
  * handler's SA_RESTART decides. A signal no G takes stays pending. */
 extern int bb_sigfd;
 void bb_sigwatch_add(uint64_t sigs); /* watch these again (a G takes them now) */
+void bb_sigwatch_moved(void);       /* bobbin's signal left SIGURG (preempt.c) */
 bool bb_own_fd(int fd);              /* bobbin's epoll, wake-up and signal fds */
 int bb_pd_limit(void);               /* netpoll.c: fds at or above have no descriptor */
 #define BB_OWN_FDS_MAX 4

@@ -53,7 +53,7 @@ static pstate *pd;
  * (they stay pending meanwhile), and those no G takes, which stay pending
  * as they would natively, until a G unblocks them (bb_sigwatch_add).
  * Changes of watch happen under watchlock, with the signalfd's mask. */
-#define NOT_OURS (BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP) | BB_SIGBIT(SIGURG) | BB_GLIBC_SIGNALS)
+#define NOT_OURS (BB_SIGBIT(SIGKILL) | BB_SIGBIT(SIGSTOP) | BB_SIGBIT(bb_presig()) | BB_GLIBC_SIGNALS)
 int bb_sigfd = -1;
 static _Atomic uint64_t watch;
 static bb_lock watchlock;
@@ -63,6 +63,14 @@ static void set_watch(uint64_t w) /* watchlock held */
 	atomic_store(&watch, w);
 	if (bb_sigfd >= 0)
 		bb_rawsyscall6(SYS_signalfd4, bb_sigfd, (long)&w, 8, SFD_NONBLOCK | SFD_CLOEXEC, 0, 0);
+}
+
+/* bobbin's signal moved (preempt.c): SIGURG is a signal like the others */
+void bb_sigwatch_moved(void)
+{
+	bb_lock_acquire(&watchlock);
+	set_watch((atomic_load(&watch) | BB_SIGBIT(SIGURG)) & ~NOT_OURS);
+	bb_lock_release(&watchlock);
 }
 
 void bb_sigwatch_add(uint64_t sigs)
@@ -900,6 +908,8 @@ void bb_sysmon_start(void)
 		(int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0));
 	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
 	bb_m *mp = bb_allocm();
+	if (mp)
+		mp->presig_state = 2; /* blocks every signal */
 	sigwatch_init();
 	if (pd == NULL || mp == NULL) {
 		bb_printf("bobbin: no memory for sysmon; blocked system calls keep their P\n");

@@ -265,8 +265,8 @@ int bb_timer_sleep(bb_g **list)
 				 * and wake it with SIGURG (bb_timer_kick_taken): blocked
 				 * until the wait, which lets it in, so one sent before
 				 * is not lost */
-				uint64_t during = BB_IDLE_MASK & ~BB_SIGBIT(SIGURG);
-				bb_set_sigmask(mp, BB_IDLE_MASK | BB_SIGBIT(SIGURG));
+				uint64_t during = BB_IDLE_MASK & ~BB_SIGBIT(bb_presig());
+				bb_set_sigmask(mp, BB_IDLE_MASK | BB_SIGBIT(bb_presig()));
 				int n;
 				if (atomic_load_explicit(&mp->handp, memory_order_acquire) == NULL)
 					*list = bb_netpoll_masked(delay, &n, &during);

@@ -606,7 +606,7 @@ static bool process_directed(int sig, const siginfo_t *si)
 {
 	const uint64_t own_thread = BB_SIGBIT(SIGSEGV) | BB_SIGBIT(SIGBUS) | BB_SIGBIT(SIGFPE) |
 				    BB_SIGBIT(SIGILL) | BB_SIGBIT(SIGTRAP) | BB_SIGBIT(SIGSYS) |
-				    BB_SIGBIT(SIGPIPE) | BB_SIGBIT(SIGXFSZ) | BB_SIGBIT(SIGURG);
+				    BB_SIGBIT(SIGPIPE) | BB_SIGBIT(SIGXFSZ) | BB_SIGBIT(bb_presig());
 	return si != NULL && si->si_code != SI_TKILL && !(BB_SIGBIT(sig) & own_thread);
 }
 
@@ -630,6 +630,8 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
 	const struct progact *a = atomic_load_explicit(&acts[sig], memory_order_acquire);
 	if (a == NULL)
 		return; /* cannot be: set before the action */
+	if (sig == SIGURG && bb_urg_ours(si))
+		return; /* bobbin's, sent before its signal left SIGURG */
 	ucontext_t *uc = ucv;
 	bb_m *mp = bb_active ? bb_self_m() : NULL;
 	bb_g *gp = mp ? mp->curg : NULL;
@@ -808,7 +810,7 @@ static _Atomic(const struct sigaction *) urg_act = &urg_dfl;
 
 static bool urg_virtual(int sig)
 {
-	return sig == SIGURG && bb_async_preempt && !bb_in_vm_child();
+	return sig == bb_presig() && bb_async_preempt && !bb_in_vm_child();
 }
 
 static int get_kaction(int sig, struct kaction *ka)
@@ -835,7 +837,7 @@ static void reset_hand(int sig)
 	bb_rawsyscall6(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0, 0);
 }
 
-static int set_urg(const struct sigaction *act, struct sigaction *old)
+static int set_urg(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	const struct progact *a = NULL;
 	void *h = act ? (void *)act->sa_handler : NULL;
@@ -848,7 +850,7 @@ static int set_urg(const struct sigaction *act, struct sigaction *old)
 			return -1;
 		}
 		bb_sysmon_ensure();
-		atomic_store_explicit(&acts[SIGURG], a, memory_order_release);
+		atomic_store_explicit(&acts[sig], a, memory_order_release);
 	}
 	const struct sigaction *prev;
 	if (act) {
@@ -861,7 +863,7 @@ static int set_urg(const struct sigaction *act, struct sigaction *old)
 	if (old)
 		*old = *prev;
 	if (act)
-		note_handler(SIGURG, h);
+		note_handler(sig, h);
 	return 0;
 }
 
@@ -889,7 +891,7 @@ static void urg_program(int sig, siginfo_t *si, void *uc)
 static int set_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (urg_virtual(sig))
-		return set_urg(act, old);
+		return set_urg(sig, act, old);
 	/* a vfork child's actions are its own (the kernel's table is its
 	 * own), bobbin's records of the program's handlers the parent's */
 	bool child = bb_in_vm_child();
@@ -1441,11 +1443,22 @@ BB_EXPORT int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
  * stays on that OS thread in between: inside the system call it does not
  * move; on a running G the lend locks it (the call is a short zero-timeout
  * ask). */
+/* bobbin's signal has left SIGURG (bb_presig_move): the program's action
+ * for SIGURG, kept here until now, goes to the kernel; the one kept from
+ * now on is SIGWINCH's, whose action was the default */
+static void urg_to_program(void)
+{
+	struct sigaction act = *atomic_exchange_explicit(&urg_act, &urg_dfl, memory_order_acq_rel);
+	set_action(SIGURG, &act, NULL);
+}
+
 void bb_sigfd_add(const sigset_t *mask)
 {
 	uint64_t m;
 	memcpy(&m, mask, sizeof m);
-	atomic_fetch_or(&bb_sigfd_sigs, m & ~(BB_GLIBC_SIGNALS | BB_SIGBIT(SIGURG)));
+	if ((m & BB_SIGBIT(SIGURG)) && bb_presig_move())
+		urg_to_program();
+	atomic_fetch_or(&bb_sigfd_sigs, m & ~(BB_GLIBC_SIGNALS | BB_SIGBIT(bb_presig())));
 }
 
 static uint64_t lendable(bb_g *gp)
@@ -1572,7 +1585,8 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 	}
 	uint64_t want;
 	memcpy(&want, set, sizeof want);
-	bool urg = want & BB_SIGBIT(SIGURG); /* the program's own wait for SIGURG */
+	int ours = bb_presig();
+	bool urg = want & BB_SIGBIT(ours); /* the program's own wait for bobbin's signal */
 	int64_t deadline = ts ? bb_nanotime() + ts->tv_sec * 1000000000ll + ts->tv_nsec : 0;
 	siginfo_t si;
 	for (;;) {
@@ -1581,7 +1595,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 		 * the kernel wait below, one posted before is seen here */
 		bb_g *gp = bb_getg();
 		bb_m *mp = bb_getm();
-		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(SIGURG));
+		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(ours));
 		atomic_store(&gp->sigwait_set, want); /* before the look (post_blocked) */
 		int sig = take_own(gp, want, &si);
 		struct timespec left, *lp = NULL;
@@ -1594,14 +1608,14 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 		if (sig == 0) {
 			sigset_t set2;
 			memcpy(&set2, set, sizeof set2);
-			sigaddset(&set2, SIGURG);
+			sigaddset(&set2, ours);
 			sig = BB_IN_SYSCALL(int, real(&set2, &si, lp), true);
 		}
 		int e = errno;
 		gp = bb_getg();
 		atomic_store(&gp->sigwait_set, 0);
 		bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
-		if (sig == SIGURG && !urg)
+		if (sig == ours && !urg)
 			continue; /* a pthread_kill posted meanwhile (or a stray poke) */
 		if (sig > 0 && info)
 			*info = si;

@@ -1,4 +1,4 @@
-/* repro_sigurg_signalfd — NOT FIXED (2026-11-28). PostgreSQL 15's latch:
+/* repro_sigurg_signalfd — FIXED 2026-11-28 (test sigurg_signalfd). PostgreSQL 15's latch:
  * a process blocks SIGURG, watches it through a signalfd (in an epoll set,
  * or polled), and another process kill()s it with SIGURG.
  *
