@@ -1456,7 +1456,7 @@ void bb_sigfd_add(const sigset_t *mask)
 {
 	uint64_t m;
 	memcpy(&m, mask, sizeof m);
-	if ((m & BB_SIGBIT(SIGURG)) && bb_presig_move())
+	if ((m & BB_SIGBIT(SIGURG)) && !bb_in_vm_child() && bb_presig_move())
 		urg_to_program();
 	atomic_fetch_or(&bb_sigfd_sigs, m & ~(BB_GLIBC_SIGNALS | BB_SIGBIT(bb_presig())));
 }
