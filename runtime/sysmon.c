@@ -757,6 +757,13 @@ static int retake(int64_t now)
 		}
 		if (status == Prunning)
 			continue;
+		/* nobody else needs the P of the only thread in a system call
+		 * (a PostgreSQL backend asleep on its semaphore, at each lock
+		 * wait): taking it back and the thread's slower return to it
+		 * cost more than the call, and each kept sysmon at its 20 µs
+		 * naps (a retake is activity) */
+		if (alone)
+			continue;
 		insyscall = true;
 		t = pp->syscalltick; /* racy read: only compared for change */
 		if (pd[i].syscalltick != t) {
