@@ -58,14 +58,24 @@ run_once() {
 # the mutex stressor none, "hash error in bogo-ops counter and run flag",
 # "pthread_mutex_unlock failed, errno=22" under CI's MALLOC_PERTURB_ on
 # 2026-11-28): its failures are dropped and it runs again, twice at most; the
-# third failure in a row counts. A bobbin run is never retried.
+# third failure in a row counts. A bobbin run runs again once only when it
+# ended as stress-ng's own runs do now and then, natively too (2026-11-27,
+# under load): "unsuccessful run completed" and not a line saying why (no
+# "fail:", no error, nothing of bobbin's); the second such end counts.
+silent_unsuccess() {   # LABEL
+    local log="$REAL_WORK/$1.out $REAL_WORK/$1.err"
+    # shellcheck disable=SC2086
+    grep -q 'unsuccessful run completed' $log && ! grep -qiE 'fail:|error|bobbin:' $log
+}
 run() {
     local tries=1 nfails
     while :; do
         nfails=${#REAL_FAILS[@]}
         run_once "$@"
-        if [ "$2" = native ] && [ "$tries" -lt 3 ] && [ "${#REAL_FAILS[@]}" -gt "$nfails" ]; then
-            real_say "the native run failed for reasons of its own (${REAL_FAILS[$nfails]}): again (try $((tries + 1)))"
+        if [ "${#REAL_FAILS[@]}" -gt "$nfails" ] &&
+            { { [ "$2" = native ] && [ "$tries" -lt 3 ]; } ||
+                { [ "$2" = bobbin ] && [ "$tries" -lt 2 ] && silent_unsuccess "sn_$1_$2"; }; }; then
+            real_say "the $2 run failed (${REAL_FAILS[$nfails]}): again (try $((tries + 1)))"
             REAL_FAILS=("${REAL_FAILS[@]:0:$nfails}")
             tries=$((tries + 1))
             continue
