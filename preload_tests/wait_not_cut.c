@@ -1,12 +1,12 @@
 /* wait_not_cut — a wait for a signal with no time-out (sigsuspend, ppoll,
- * pselect, epoll_pwait with a mask, pause) ends when the signal's handler has
- * run, and only then.
+ * pselect, epoll_pwait with a mask, pause), or with one longer than the
+ * wait (ppoll, 5 s), ends when the signal's handler has run, and only then.
  *
  * Two threads compute without a call while main, ROUNDS times: arms a
  * ITIMER_REAL of S + 1 ms (then every 30 ms), computes for S (S walks from 9.90 to
  * 10.15 ms, where bobbin's preemption of a thread that ran a whole slice
  * lands), and waits with SIGALRM blocked outside the wait; the waits rotate
- * through the five calls (pause with SIGALRM let in for it, the alarm
+ * through the six calls (pause with SIGALRM let in for it, the alarm
  * still a millisecond away). Natively every wait ends with EINTR after the
  * handler ran. Checks: every wait fails with EINTR, none ended before its
  * handler ran (then the round waits again for its alarm, counted).
@@ -35,9 +35,9 @@
 
 #include "probe.h"
 
-enum { ROUNDS = 300, NCALLS = 5 };
-static const char *const names[NCALLS] = {"sigsuspend", "ppoll", "pselect", "epoll_pwait",
-                                          "pause"};
+enum { ROUNDS = 300, NCALLS = 6 };
+static const char *const names[NCALLS] = {"sigsuspend", "ppoll",       "pselect",
+                                          "epoll_pwait", "timed ppoll", "pause"};
 
 static atomic_int handled, stop;
 
@@ -67,6 +67,10 @@ static int wait_once(int k, int epfd, const sigset_t *none, const sigset_t *blk)
     case 3: {
         struct epoll_event ev;
         return epoll_pwait(epfd, &ev, 1, -1, none);
+    }
+    case 4: {
+        struct timespec ts = {5, 0};
+        return ppoll(NULL, 0, &ts, none);
     }
     default: {
         /* the alarm is still about a millisecond away */

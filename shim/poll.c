@@ -35,6 +35,48 @@ static int64_t deadline_ts(const struct timespec *ts)
 	return bb_nanotime() + (ns > 0 ? ns : 0) + (ns > 0 ? 0 : 1);
 }
 
+/* A masked wait's time-out, for a try after bobbin's own SIGURG alone cut
+ * it short (BB_MASKED_WAIT makes the call again): what is left of it, 0
+ * once it has passed (the call then returns what is ready, as the
+ * kernel's would have at its end). The program's timespec is never
+ * written, as glibc's wrappers leave it. */
+typedef struct {
+	int64_t deadline; /* 0: no time-out, or one the kernel refuses */
+	struct timespec left;
+} masked_time;
+
+static const struct timespec *masked_time_init(masked_time *t, const struct timespec *ts)
+{
+	t->deadline = 0;
+	if (ts == NULL)
+		return NULL;
+	t->left = *ts;
+	if (ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000)
+		t->deadline = bb_nanotime() + (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+	return &t->left;
+}
+
+static bool masked_time_again(masked_time *t)
+{
+	if (t->deadline != 0) {
+		int64_t l = t->deadline - bb_nanotime();
+		l = l > 0 ? l : 0;
+		t->left.tv_sec = l / 1000000000;
+		t->left.tv_nsec = l % 1000000000;
+	}
+	return true;
+}
+
+/* the same for epoll_pwait's milliseconds (deadline from deadline_ms) */
+static bool masked_ms_again(int *ms, int64_t deadline)
+{
+	if (*ms > 0) {
+		int64_t l = deadline - bb_nanotime();
+		*ms = l <= 0 ? 0 : (int)((l + 999999) / 1000000);
+	}
+	return true;
+}
+
 /* the remaining timeout for a fallback into the kernel, in ms (-1: none) */
 static int left_ms(int64_t deadline)
 {
@@ -124,8 +166,12 @@ BB_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		return REAL(ppoll)(fds, n, ts, mask);
 	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, REAL(ppoll)(fds, n, ts, mask));
-	if (mask)
-		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, ts, mask), mask, false, ts == NULL);
+	if (mask) {
+		masked_time t;
+		const struct timespec *tp = masked_time_init(&t, ts);
+		return BB_MASKED_WAIT(int, REAL(ppoll)(fds, n, tp, mask), mask, false,
+				      masked_time_again(&t));
+	}
 	if (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000)) {
 		errno = EINVAL;
 		return -1;
@@ -233,8 +279,12 @@ BB_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct ti
 		return REAL(pselect)(nfds, r, w, e, ts, mask);
 	if (ts && ts->tv_sec == 0 && ts->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, REAL(pselect)(nfds, r, w, e, ts, mask));
-	if (mask)
-		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, ts, mask), mask, false, ts == NULL);
+	if (mask) {
+		masked_time t;
+		const struct timespec *tp = masked_time_init(&t, ts);
+		return BB_MASKED_WAIT(int, REAL(pselect)(nfds, r, w, e, tp, mask), mask, false,
+				      masked_time_again(&t));
+	}
 	if (nfds < 0 || (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
 		return -1;
@@ -296,9 +346,12 @@ BB_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 		return real(epfd, ev, max, timeout, mask);
 	if (timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0)
 		return BB_NOWAIT_POINT(int, real(epfd, ev, max, timeout, mask));
-	if (mask)
-		return BB_MASKED_WAIT(int, real(epfd, ev, max, timeout, mask), mask, false,
-				      timeout == NULL);
+	if (mask) {
+		masked_time t;
+		const struct timespec *tp = masked_time_init(&t, timeout);
+		return BB_MASKED_WAIT(int, real(epfd, ev, max, tp, mask), mask, false,
+				      masked_time_again(&t));
+	}
 	if (max <= 0 || (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
 				     timeout->tv_nsec >= 1000000000))) {
 		errno = EINVAL;
@@ -314,9 +367,12 @@ BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 		return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
 	if (timeout == 0)
 		return BB_NOWAIT_POINT(int, REAL(epoll_pwait)(epfd, ev, max, 0, mask));
-	if (mask)
-		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, timeout, mask), mask,
-				      false, timeout < 0);
+	if (mask) {
+		int ms = timeout;
+		int64_t deadline = deadline_ms(timeout);
+		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, ms, mask), mask, false,
+				      masked_ms_again(&ms, deadline));
+	}
 	if (max <= 0) {
 		errno = EINVAL;
 		return -1;

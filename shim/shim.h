@@ -373,13 +373,14 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
  * handler's sigsuspend waiting for its restart signal (Boehm GC's stop of
  * the world) lost one sent just before the call: bobbin's SIGURG poke was
  * blocked there. Handled after the call (EINTR if it failed) what came
- * once it was over. A wait with no time-out (untimed) that only bobbin's
- * own SIGURG cut short (no handler of the program's ran on its M, nothing
- * pending the mask lets in: bb_eintr_ours_under) is made again: natively
- * nothing would have ended it (signal_to_waiter's sigsuspend returned
- * EINTR for a preemption signal that landed as it began, and the round's
- * real signal was taken by the next round's wait) */
-#define BB_MASKED_WAIT(ret, call, set, cancel, untimed)                        \
+ * once it was over. A wait that only bobbin's own SIGURG cut short (no
+ * handler of the program's ran on its M, nothing pending the mask lets in:
+ * bb_eintr_ours_under) is made again if the expression again, evaluated
+ * then, is true (it may set what is left of a time-out: shim/poll.c):
+ * natively nothing would have ended it (signal_to_waiter's sigsuspend
+ * returned EINTR for a preemption signal that landed as it began, and the
+ * round's real signal was taken by the next round's wait) */
+#define BB_MASKED_WAIT(ret, call, set, cancel, again)                          \
 	({                                                                     \
 		uint64_t m_;                                                   \
 		memcpy(&m_, (set), sizeof m_);                                 \
@@ -401,9 +402,9 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
 				 runs_ = atomic_load(&mm_->sigs_run),          \
 				 bb_pending_to_kernel(mg_, m_)),               \
 				(atomic_store(&mg_->masked_wait, false),       \
-				 ours_ = (untimed) && bb_eintr_ours_under(mm_, runs_, m_))); \
+				 ours_ = bb_eintr_ours_under(mm_, runs_, m_)));   \
 			int we_ = errno;                                       \
-			if (w_ < 0 && we_ == EINTR && ours_)                   \
+			if (w_ < 0 && we_ == EINTR && ours_ && (again))        \
 				continue; /* bobbin's SIGURG alone */          \
 			if (bb_run_own_signals_under(m_) && w_ < 0)            \
 				we_ = EINTR;                                   \
