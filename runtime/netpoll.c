@@ -557,8 +557,13 @@ bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask)
 				continue;
 			if (pd->waiters[mode])
 				*count += fire(pd, mode, &list);
-			else
-				pd->ready[mode] = true;
+			/* also when it woke the Gs linked: one that looked at the
+			 * fd before this edge and links after it must see it
+			 * (four threads polling one pipe: the edge of the last
+			 * bytes woke three, the fourth slept for ever with its
+			 * byte unread). The next G to link consumes it, and at
+			 * worst looks once more. */
+			pd->ready[mode] = true;
 		}
 		bb_lock_release(&pd->lock);
 	}
