@@ -589,7 +589,6 @@ void bb_preempt_init(void)
  * G or an idle M wants it (a program's SIGURG let in on one thread with
  * the default action would be lost there). */
 _Atomic int bb_presig_ = SIGURG;
-_Atomic uint32_t bb_presig_epoch;
 
 /* the kernel mask k of mp after the move */
 static uint64_t new_mask(bb_m *mp, uint64_t k)
@@ -642,7 +641,6 @@ bool bb_presig_move(void)
 	if (bb_presig() == SIGURG && bb_real_sigaction(SIGWINCH, NULL, &cur) == 0 &&
 	    cur.sa_handler == SIG_DFL && !(cur.sa_flags & SA_SIGINFO) && install_handler(SIGWINCH)) {
 		atomic_store(&bb_presig_, SIGWINCH);
-		atomic_fetch_add(&bb_presig_epoch, 1);
 		moved = true;
 	}
 	bb_lock_release(&movelock);

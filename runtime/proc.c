@@ -74,12 +74,11 @@ static __attribute__((noinline)) void rescue_own_signals(bb_m *mp, uint64_t open
 /* this M's kernel mask, exactly mask (one system call if it changes) */
 void bb_set_sigmask(bb_m *mp, uint64_t mask)
 {
-	/* bobbin's signal has moved (preempt.c) and this M has not followed */
-	if (__builtin_expect(atomic_load_explicit(&bb_presig_epoch, memory_order_relaxed) != 0, 0) &&
-	    atomic_load(&mp->presig_state) != 2)
-		bb_presig_resync(mp);
 	if (mp->sigmask == mask)
 		return;
+	/* bobbin's signal has moved (preempt.c) and this M has not followed */
+	if (__builtin_expect(bb_presig() != SIGURG, 0) && atomic_load(&mp->presig_state) != 2)
+		bb_presig_resync(mp);
 	/* only what the G that ran here last blocked can wait here for it:
 	 * not on its own unblock (then the signal is its own to take) */
 	bb_g *lg = mp->lastg;

@@ -788,7 +788,6 @@ extern bool bb_async_preempt;
  * SIGURG for itself where bobbin cannot stand in for the kernel (a
  * signalfd of it: PostgreSQL's latch), bb_presig_move */
 extern _Atomic int bb_presig_;
-extern _Atomic uint32_t bb_presig_epoch; /* moves so far: 0 or 1 */
 static inline int bb_presig(void)
 {
 	return atomic_load_explicit(&bb_presig_, memory_order_relaxed);

@@ -63,22 +63,13 @@ BB_EXPORT int system(const char *cmd)
 	IN_SYSCALL(int, REAL(system)(cmd), false);
 }
 /* made again when only bobbin's own SIGURG ended it (a preemption signal
- * that landed as it began: no handler of the program's ran on its M,
- * nothing waits for the G): natively nothing else ends a pause */
+ * that landed as it began), as BB_NOWAIT makes a call again: natively
+ * nothing else ends a pause */
 BB_EXPORT int pause(void)
 {
 	if (!bb_on_g())
 		return REAL(pause)();
-	for (;;) {
-		bb_m *m = NULL;
-		uint64_t runs = 0;
-		bool ours = false;
-		int r = BB_IN_SYSCALL_AT(int, REAL(pause)(), true,
-					 (m = bb_getm(), runs = atomic_load(&m->sigs_run)),
-					 ours = bb_eintr_ours(m, runs));
-		if (!(r < 0 && errno == EINTR && ours))
-			return r;
-	}
+	return BB_NOWAIT(int, BB_IN_SYSCALL(int, REAL(pause)(), true));
 }
 
 /* name resolution, SysV IPC and signal waits: may block for long, cannot be

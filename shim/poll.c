@@ -41,18 +41,17 @@ static int64_t deadline_ts(const struct timespec *ts)
  * kernel's would have at its end). The program's timespec is never
  * written, as glibc's wrappers leave it. */
 typedef struct {
-	int64_t deadline; /* 0: no time-out, or one the kernel refuses */
+	int64_t deadline; /* deadline_ts's (0: none) */
 	struct timespec left;
 } masked_time;
 
+/* (a time-out the kernel refuses fails at once: no try after it) */
 static const struct timespec *masked_time_init(masked_time *t, const struct timespec *ts)
 {
-	t->deadline = 0;
+	t->deadline = deadline_ts(ts);
 	if (ts == NULL)
 		return NULL;
 	t->left = *ts;
-	if (ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000)
-		t->deadline = bb_nanotime() + (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 	return &t->left;
 }
 
@@ -63,16 +62,6 @@ static bool masked_time_again(masked_time *t)
 		l = l > 0 ? l : 0;
 		t->left.tv_sec = l / 1000000000;
 		t->left.tv_nsec = l % 1000000000;
-	}
-	return true;
-}
-
-/* the same for epoll_pwait's milliseconds (deadline from deadline_ms) */
-static bool masked_ms_again(int *ms, int64_t deadline)
-{
-	if (*ms > 0) {
-		int64_t l = deadline - bb_nanotime();
-		*ms = l <= 0 ? 0 : (int)((l + 999999) / 1000000);
 	}
 	return true;
 }
@@ -371,7 +360,7 @@ BB_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 		int ms = timeout;
 		int64_t deadline = deadline_ms(timeout);
 		return BB_MASKED_WAIT(int, REAL(epoll_pwait)(epfd, ev, max, ms, mask), mask, false,
-				      masked_ms_again(&ms, deadline));
+				      (ms = left_ms(deadline), true));
 	}
 	if (max <= 0) {
 		errno = EINVAL;

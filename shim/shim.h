@@ -147,13 +147,20 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
  * G takes it (procsig): main, preempted on its way into pause() just after
  * unblocking SIGALRM, was handed the alarm meanwhile and slept in pause()
  * for ever with it blocked there (wait_not_cut) */
+/* signals sent to gp, or handed to it, that it lets in now and may run
+ * here (not inside a nested interposed call) */
+static inline bool bb_signals_due(bb_g *gp)
+{
+	return __builtin_expect(((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
+				  atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
+				 ~gp->sigmask) != 0,
+				0) &&
+	       !gp->rt_nested;
+}
+
 static inline void bb_signals_before_call(bb_g *gp)
 {
-	if (__builtin_expect(((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
-			       atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
-			      ~gp->sigmask) != 0,
-			     0) &&
-	    !gp->rt_nested)
+	if (bb_signals_due(gp))
 		bb_deliver_signals();
 }
 
@@ -190,7 +197,7 @@ static inline void bb_signals_before_call(bb_g *gp)
  * them: privoxy's poll failed so, and its client got an empty reply). The
  * EINTR is bobbin's when no handler of the program's ran on this M since
  * sigs (mp->sigs_run before the call) and no signal waits for the G: the
- * call is made again (BB_NOWAIT). */
+ * call is made again (BB_NOWAIT; also pause(), which nothing else ends). */
 static inline bool bb_eintr_ours_under(bb_m *mp, uint64_t sigs, uint64_t mask)
 {
 	if (bb_getm() != mp || atomic_load_explicit(&mp->sigs_run, memory_order_relaxed) != sigs)
@@ -291,12 +298,7 @@ void bb_deliver_outside_wait(int sig, siginfo_t *si);
  * out of a futex wait. The wait's result stands: no EINTR. */
 static inline void bb_signals_after_wake(void)
 {
-	bb_g *gp = bb_getg();
-	if (__builtin_expect(((atomic_load_explicit(&gp->sigpending, memory_order_relaxed) |
-			       atomic_load_explicit(&gp->procsig, memory_order_relaxed)) &
-			      ~gp->sigmask) != 0,
-			     0) &&
-	    !gp->rt_nested)
+	if (bb_signals_due(bb_getg()))
 		bb_deliver_outside_wait(0, NULL);
 }
 
