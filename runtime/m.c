@@ -88,7 +88,7 @@ static void *mstart(void *arg)
 /* glibc's SIGSETXID handler (setuid & co. from any thread) works on
  * THREAD_SELF, which must be the OS thread's own struct pthread, the one in
  * glibc's thread list, not the running G's: run it there (DESIGN.md §3.1).
- * glibc installs it with its first real pthread_create, i.e. our first M. */
+ * glibc installs it with its first real pthread_create (sysmon or an M). */
 #define SIGSETXID 33
 struct kaction {
 	void *handler;
@@ -107,6 +107,8 @@ static void setxid_wrapper(int sig, siginfo_t *si, void *uc)
 		own = (uintptr_t)(mp->id == 0 && bb_main_g ? bb_main_g->tcb : mp->tcb);
 	}
 	uintptr_t fs = bb_getfsbase();
+	if (mp && mp->cred_seen != atomic_load_explicit(&bb_cred_n, memory_order_relaxed))
+		bb_cred_catchup(mp); /* the caps the set*id needs, first */
 	if (own && own != fs)
 		bb_setfsbase(own);
 	glibc_setxid(sig, si, uc);
@@ -152,6 +154,8 @@ void bb_m_kstate_init(void)
 		start_policy = -1;
 }
 
+static void cred_restore_m0(void);
+
 /* the initial OS thread, which cannot end with the locked G that changed
  * it, takes the starting policy back */
 void bb_m_reset_sched(void)
@@ -163,6 +167,7 @@ void bb_m_reset_sched(void)
 	bb_m *self = bb_self_m();
 	if (self == NULL || !self->kdirty)
 		return; /* no G changed this thread's nice value or I/O priority */
+	cred_restore_m0();
 	if (start_nice != -100)
 		bb_sys(SYS_setpriority, PRIO_PROCESS, 0, start_nice);
 	if (start_ioprio >= 0)
@@ -240,7 +245,114 @@ int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
 	int err = bb_real_pthread_create(&th, &attr, fn, arg);
 	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 	pthread_attr_destroy(&attr);
+	if (err == 0)
+		wrap_setxid_once(); /* installed by glibc's first pthread_create */
 	return err;
+}
+
+/* ---- per-thread security state, made every OS thread's ----
+ *
+ * capset and prctl's PR_SET_KEEPCAPS, PR_SET_SECUREBITS, PR_CAPBSET_DROP,
+ * PR_CAP_AMBIENT and PR_SET_NO_NEW_PRIVS change the calling OS thread only.
+ * Natively, the process's only thread that calls them gives them to every
+ * thread it makes afterwards; and glibc's set*id then runs on every thread
+ * (SIGSETXID), so a root program's PR_SET_KEEPCAPS, setresuid, capset,
+ * setresgid (setpriv's way) needs the caps on each: bobbin's OS threads
+ * without them failed the setresgid and glibc aborted. So such a change by
+ * the only green thread is logged, and each M applies the log in order
+ * before it runs a G (bb_execute) and before glibc's set*id work on its
+ * thread (setxid_wrapper); a new M starts from what its creator had
+ * applied, which its OS thread inherits. The entries are replayed as made:
+ * one that no longer applies (a capability dropped later) fails as it
+ * would, and the later ones set what the caller ended with. */
+#define CRED_LOG_MAX 256
+struct cred_op {
+	long nr, a1, a2, a3;
+	uint32_t capdata[6]; /* SYS_capset: up to two __user_cap_data_structs */
+};
+static struct cred_op cred_log[CRED_LOG_MAX];
+_Atomic uint32_t bb_cred_n; /* published entries: never changed again */
+static bb_lock cred_lock;   /* between loggers */
+
+bool bb_cred_log(long nr, long a1, long a2, long a3, const void *capdata)
+{
+	bb_lock_acquire(&cred_lock);
+	uint32_t n = atomic_load_explicit(&bb_cred_n, memory_order_relaxed);
+	bool room = n < CRED_LOG_MAX;
+	if (room) {
+		struct cred_op *op = &cred_log[n];
+		*op = (struct cred_op){.nr = nr, .a1 = a1, .a2 = a2, .a3 = a3};
+		if (capdata)
+			memcpy(op->capdata, capdata, sizeof op->capdata);
+		atomic_store_explicit(&bb_cred_n, n + 1, memory_order_release);
+	}
+	bb_lock_release(&cred_lock);
+	bb_m *self = bb_self_m();
+	if (room && self && self->cred_seen == n)
+		self->cred_seen = n + 1; /* the caller's own thread made it */
+	return room;
+}
+
+/* on mp's own thread; async-signal-safe (raw system calls) */
+void bb_cred_catchup(bb_m *mp)
+{
+	uint32_t n = atomic_load_explicit(&bb_cred_n, memory_order_acquire);
+	uint32_t i;
+	while ((i = mp->cred_seen) < n) {
+		const struct cred_op *op = &cred_log[i];
+		if (op->nr == SYS_capset) {
+			struct {
+				uint32_t version;
+				int pid;
+			} hdr = {(uint32_t)op->a1, 0};
+			bb_rawsyscall6(SYS_capset, (long)&hdr, (long)op->capdata, 0, 0, 0, 0);
+		} else {
+			bb_rawsyscall6(SYS_prctl, op->a1, op->a2, op->a3, 0, 0, 0);
+		}
+		/* (a SIGSETXID handler may have gone on meanwhile) */
+		if (mp->cred_seen == i)
+			mp->cred_seen = i + 1;
+	}
+}
+
+/* The initial OS thread cannot end with a locked G that changed its
+ * security state for itself alone (capset while other threads live): what
+ * it had before is put back when that G ends, as far as the kernel lets a
+ * thread raise it again (not a permitted or bounding set it dropped). */
+static struct {
+	bool saved;
+	uint32_t caps[6];
+	long keepcaps, securebits;
+} m0_cred;
+
+void bb_cred_save_m0(void)
+{
+	bb_m *mp = bb_self_m();
+	if (mp == NULL || mp->id != 0 || m0_cred.saved)
+		return;
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = {0x20080522, 0};
+	m0_cred.saved = bb_sys(SYS_capget, &hdr, m0_cred.caps, 0) == 0;
+	m0_cred.keepcaps = bb_sys(SYS_prctl, PR_GET_KEEPCAPS, 0, 0);
+	m0_cred.securebits = bb_sys(SYS_prctl, PR_GET_SECUREBITS, 0, 0);
+}
+
+static void cred_restore_m0(void)
+{
+	if (!m0_cred.saved)
+		return;
+	m0_cred.saved = false;
+	if (m0_cred.securebits >= 0)
+		bb_sys(SYS_prctl, PR_SET_SECUREBITS, m0_cred.securebits, 0);
+	if (m0_cred.keepcaps >= 0)
+		bb_sys(SYS_prctl, PR_SET_KEEPCAPS, m0_cred.keepcaps, 0);
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = {0x20080522, 0};
+	bb_sys(SYS_capset, &hdr, m0_cred.caps, 0);
 }
 
 static _Atomic(bb_m *) newmq;
@@ -284,11 +396,13 @@ int bb_newm(bb_p *pp, bool spinning)
 /* mstart takes a mask once its gs base is set (a handler may look at the M) */
 static int start_m(bb_m *mp)
 {
+	/* its OS thread inherits the security state of the thread that
+	 * starts it (sysmon, for a queued M) */
+	bb_m *self = bb_self_m();
+	mp->cred_seen = self ? self->cred_seen : 0;
 	int err = bb_start_os_thread(mstart, mp, BB_G0_STACKSIZE);
 	if (err != 0) /* (mp stays in bb_allm, unused: Ms are never freed) */
 		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
-	else
-		wrap_setxid_once();
 	return err;
 }
 

@@ -468,6 +468,8 @@ static bb_g *switch_target(bb_m *mp)
 __attribute__((noreturn)) void bb_execute(bb_g *gp, bool inherit_time)
 {
 	bb_m *mp = bb_getm();
+	if (__builtin_expect(mp->cred_seen != atomic_load_explicit(&bb_cred_n, memory_order_relaxed), 0))
+		bb_cred_catchup(mp); /* what the only thread gave every thread */
 	/* the G's mask first, while this M has no G: a pending process signal
 	 * it lets in is delivered at once, and its handler must find no G
 	 * half-switched to (it runs as on a thread bobbin did not make) */

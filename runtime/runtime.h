@@ -369,6 +369,9 @@ struct bb_m {
 	/* bb_presig_move: 0 not yet, 1 the mover's SIGURG is on its way,
 	 * 2 its kernel mask follows the move (or never takes signals) */
 	_Atomic uint8_t presig_state;
+	/* entries of the security-state log (bb_cred_log) its OS thread has
+	 * applied: owner M (its own thread, also in a signal handler) */
+	uint32_t cred_seen;
 };
 
 typedef struct bb_sched {
@@ -613,7 +616,16 @@ extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
-void bb_kstate_begin(void);   /* on a G about to give its OS thread such state */
+void bb_kstate_begin(void);
+/* Per-thread security state (capset, prctl's keep-caps, secure bits,
+ * bounding and ambient sets, no_new_privs) the process's only thread
+ * changed: logged, and every OS thread of bobbin's applies the log in order
+ * before it runs a G or glibc's set*id work (m.c). Returns false when the
+ * log is full. */
+bool bb_cred_log(long nr, long a1, long a2, long a3, const void *capdata);
+extern _Atomic uint32_t bb_cred_n;
+void bb_cred_catchup(bb_m *mp);
+void bb_cred_save_m0(void); /* before a locked G's own change on M0 */   /* on a G about to give its OS thread such state */
 void bb_start_queued_ms(void); /* sysmon: start the Ms bb_newm left to it */
 bool bb_sysmon_runs(void);     /* sysmon's thread was started */
 void bb_sysmon_kick(void);

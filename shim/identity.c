@@ -646,6 +646,105 @@ bool bb_own_sched_call(long *r, long nr, long a1, long a2, long a3, long a4)
 	return true;
 }
 
+/* ---- capabilities and other per-thread security state ----
+ *
+ * Made every thread's when the process's only thread changes it (the log
+ * in m.c: every M applies it, so glibc's set*id finds the capabilities it
+ * needs on each of bobbin's OS threads); otherwise the caller's own, and it
+ * stays on its OS thread from then on, as for a nice value. The call and
+ * the log entry happen on one M (locked meanwhile). */
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+
+static long cred_call(long nr, long a1, long a2, long a3, const void *capdata)
+{
+	bool every = bb_alone();
+	if (every)
+		bb_lock_os_thread();
+	else
+		bb_kstate_begin();
+	if (!every)
+		bb_cred_save_m0(); /* (on the initial OS thread: put back later) */
+	long r = bb_sys(nr, a1, a2, a3);
+	/* (a capset is logged with its header's version) */
+	long la1 = nr == SYS_capset ? (long)((const struct cap_header *)a1)->version : a1;
+	if (r == 0 && every && !bb_cred_log(nr, la1, a2, a3, capdata))
+		every = false; /* (the log is full: the caller's own, as below) */
+	if (r == 0 && !every)
+		bb_getm()->kdirty = true;
+	else
+		bb_unlock_os_thread();
+	return r;
+}
+
+static bool cred_prctl(long option, long a2)
+{
+	switch (option) {
+	case PR_SET_KEEPCAPS:
+	case PR_SET_SECUREBITS:
+	case PR_CAPBSET_DROP:
+	case PR_SET_NO_NEW_PRIVS:
+		return true;
+	case PR_CAP_AMBIENT:
+		return a2 == PR_CAP_AMBIENT_RAISE || a2 == PR_CAP_AMBIENT_LOWER ||
+		       a2 == PR_CAP_AMBIENT_CLEAR_ALL;
+	}
+	return false;
+}
+
+/* SYS_capget or SYS_capset from a green thread: the caller's own id (main's
+ * is the process id, the others' bobbin's) means its OS thread, as natively;
+ * -errno or the kernel's answer. */
+static long cap_call(long nr, struct cap_header *uh, void *data)
+{
+	struct cap_header h = *uh;
+	if (h.pid != 0 && own_tid(h.pid))
+		h.pid = 0;
+	long r;
+	bool v1 = h.version == 0x19980330, v23 = h.version == 0x20071026 || h.version == 0x20080522;
+	if (nr == SYS_capset && h.pid == 0 && data && (v1 || v23)) {
+		/* the data as the kernel reads it: one struct of three
+		 * words (version 1) or two */
+		uint32_t d[6] = {0};
+		memcpy(d, data, (v1 ? 3 : 6) * sizeof *d);
+		r = cred_call(nr, (long)&h, (long)d, 0, d);
+	} else {
+		r = bb_sys(nr, &h, data, 0);
+	}
+	uh->version = h.version; /* the kernel's preferred one, on EINVAL */
+	return r;
+}
+
+BB_EXPORT int capset(void *hdr, const void *data)
+{
+	long r = bb_on_g() ? cap_call(SYS_capset, hdr, (void *)data) : bb_sys(SYS_capset, hdr, data, 0);
+	return (int)sys_ret(r);
+}
+
+BB_EXPORT int capget(void *hdr, void *data)
+{
+	long r = bb_on_g() ? cap_call(SYS_capget, hdr, data) : bb_sys(SYS_capget, hdr, data, 0);
+	return (int)sys_ret(r);
+}
+
+/* syscall(SYS_capset/SYS_capget/SYS_prctl, ...) from a green thread: true
+ * with *r (-1 and errno, or the answer) when bobbin handled it */
+bool bb_own_cred_call(long *r, long nr, long a1, long a2, long a3)
+{
+	if (!bb_on_g())
+		return false;
+	if (nr == SYS_prctl) {
+		if (!cred_prctl(a1, a2))
+			return false;
+		*r = sys_ret(cred_call(nr, a1, a2, a3, NULL));
+		return true;
+	}
+	*r = sys_ret(cap_call(nr, (struct cap_header *)a1, (void *)a2));
+	return true;
+}
+
 /* namespaces: the caller stays on its OS thread, which makes no thread
  * of its own from then on (bb_newm: they would inherit them) */
 #define LOCKING_WRAP(ret, name, params, args)                     \
@@ -684,6 +783,8 @@ BB_EXPORT int prctl(int option, ...)
 		*(void **)a2 = a;
 		return 0;
 	}
+	if (bb_on_g() && cred_prctl(option, (long)a2))
+		return (int)sys_ret(cred_call(SYS_prctl, option, (long)a2, (long)a3, NULL));
 	if (bb_on_g() && option == PR_SET_TIMERSLACK) {
 		/* per OS thread: the G stays on the one that has it */
 		int r = real(option, a2, a3, a4, a5);

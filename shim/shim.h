@@ -262,6 +262,7 @@ void bb_tsd_run_destructors(bb_g *gp);
 int bb_tid_kill(pid_t tgid, pid_t tid, int sig); /* identity.c */
 void bb_fd_inherit_timeouts(int fd, int listener); /* fd.c */
 bool bb_own_ioprio(long *r, long nr, long which, long who, long prio); /* identity.c */
+bool bb_own_cred_call(long *r, long nr, long a1, long a2, long a3);      /* identity.c */
 bool bb_own_sched_call(long *r, long nr, long a1, long a2, long a3, long a4); /* identity.c */
 bool bb_mask_usable(size_t size, const cpu_set_t *set); /* identity.c */
 int bb_sched_args_ok(int policy, int prio);             /* identity.c */

@@ -207,6 +207,8 @@ BB_EXPORT long syscall(long n, ...)
 	long own;
 	if ((n == SYS_ioprio_set || n == SYS_ioprio_get) && bb_own_ioprio(&own, n, a1, a2, a3))
 		return own;
+	if ((n == SYS_capset || n == SYS_capget || n == SYS_prctl) && bb_own_cred_call(&own, n, a1, a2, a3))
+		return own;
 	if (n == SYS_setpriority)
 		return setpriority((__priority_which_t)a1, (id_t)a2, (int)a3);
 	if ((n == SYS_sched_setscheduler || n == SYS_sched_setparam || n == SYS_sched_getscheduler ||

@@ -52,11 +52,10 @@ sql() { psql -h "$pgdir" -p 5432 -U postgres -d postgres -X -A -t -q -c "$1"; }
 # round LABEL SERVER_MODE
 round() {
     local label=$1 smode=$2 i envs=()
-    # bobbin is preloaded into postgres itself, not into setpriv before it
-    # (setpriv's setresgid after its capset, glibc's on every thread, fails
-    # on bobbin's own: README)
+    # under bobbin, setpriv (PR_SET_KEEPCAPS, setresuid, capset,
+    # setresgid: it aborted in glibc before 2026-11-28) and postgres both
     [ "$smode" = bobbin ] && mapfile -t envs < <(real_bobbin_env)
-    real_server_start "srv_$label" native 300 -- "${as_server[@]}" env "${envs[@]}" "$pgbin/postgres" \
+    real_server_start "srv_$label" native 300 -- env "${envs[@]}" "${as_server[@]}" "$pgbin/postgres" \
         -D "$pgdir/data" -k "$pgdir" -p 5432 -c listen_addresses= -c fsync=off \
         -c synchronous_commit=off -c full_page_writes=off -c deadlock_timeout=1h
     for ((i = 0; i < 150; i++)); do
