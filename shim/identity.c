@@ -745,6 +745,16 @@ bool bb_own_cred_call(long *r, long nr, long a1, long a2, long a3)
 	return true;
 }
 
+/* The process has one OS thread: nothing was started yet (sysmon, a
+ * second M). A namespace its only thread enters then is the one every
+ * later thread inherits, as natively, and a new user namespace needs it
+ * (the kernel refuses one to a process with several threads: `unshare -U`
+ * failed with EINVAL when bobbin started sysmon first). */
+static bool one_os_thread(void)
+{
+	return !bb_sysmon_runs() && atomic_load(&bb_sched_.mcount) == 1;
+}
+
 /* namespaces: the caller stays on its OS thread, which makes no thread
  * of its own from then on (bb_newm: they would inherit them) */
 #define LOCKING_WRAP(ret, name, params, args)                     \
@@ -753,7 +763,7 @@ bool bb_own_cred_call(long *r, long nr, long a1, long a2, long a3)
 		static ret(*real) params;                          \
 		if (real == NULL)                                  \
 			real = (ret(*) params)next(#name);         \
-		if (!bb_on_g())                                    \
+		if (!bb_on_g() || one_os_thread())                 \
 			return real args;                          \
 		bb_kstate_begin();                                 \
 		ret r = real args;                                 \
