@@ -547,6 +547,34 @@ static bb_g *netpoll_now(void)
 	return bb_netpoll(0, &n);
 }
 
+/* The network, looked at without waiting when nobody has for
+ * BB_POLL_BUSY_NS while Gs wait on it: findrunnable looks only when a P
+ * has nothing else to run, and sysmon every 10 ms, so while every P is
+ * busy a G whose socket became ready waited that long where the kernel
+ * wakes a thread at once. A thread-per-connection server on one P whose
+ * clients were started in a row accepted nothing until all had connected:
+ * its listen backlog overflowed, and the dropped connections came back
+ * after the kernel's 1, 2, 4, 8 s SYN retries (CPython's socketserver,
+ * backlog 5: 15 to 28 s instead of 2). The Gs go to the back of the run
+ * queue. */
+#define BB_POLL_BUSY_NS (50 * 1000)
+static void poll_while_busy(void)
+{
+	if (atomic_load_explicit(&bb_netpoll_waiters, memory_order_relaxed) == 0)
+		return;
+	int64_t last = atomic_load_explicit(&bb_lastpoll, memory_order_relaxed);
+	int64_t now = bb_nanotime();
+	/* one P polls (0: an M blocks in epoll_wait and hands them out) */
+	if (last == 0 || now - last < BB_POLL_BUSY_NS ||
+	    !atomic_compare_exchange_strong_explicit(&bb_lastpoll, &last, now, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	int n;
+	bb_g *list = bb_netpoll(0, &n);
+	if (list)
+		bb_injectglist(list);
+}
+
 /* Find a runnable G; blocks (parks the M) until there is one. On return the
  * M holds a P. */
 static bb_g *findrunnable(bool *inherit_time)
@@ -769,6 +797,8 @@ top:;
 		gp = bb_globrunqget(pp, 1);
 		bb_lock_release(&bb_sched_.lock);
 	}
+	if (gp == NULL)
+		poll_while_busy();
 	if (gp == NULL)
 		gp = findrunnable(&inherit);
 	if (mp->spinning)

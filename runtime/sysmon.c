@@ -575,6 +575,9 @@ static bool insyscall;    /* a P was in a system call at the last look */
 static int8_t latency_seen; /* latency_waits() of this look: -1 not asked yet */
 #define WAITING_LOOK_NS (2000 * 1000) /* and at least this often meanwhile */
 static int64_t watch_ns; /* stalled() looks again this soon (INT64_MAX: none) */
+/* the earliest time a running G's slice ends for a timer of its P that
+ * comes due (slice_for), INT64_MAX: none */
+static int64_t timer_slice_due;
 
 #define STALL_NS (50 * 1000)       /* the first window */
 #define STALL_MAX_NS WAITING_LOOK_NS /* windows double up to this while it computes */
@@ -687,10 +690,21 @@ static int64_t slice_min(void)
  * - the whole slice if only preempted or yielding Gs wait: a computing
  *   thread keeps its caches warm (pbzip2 -p8 on 2 Ps: 12% slower than
  *   natively with 1 ms slices, 4% with 10 ms). */
-static int64_t slice_for(bb_p *pp, int64_t ran)
+/* the slice of a G while a woken one waits for its P */
+static int64_t slice_woken(void)
 {
+	return bb_timeslice_ns / 3 > slice_min() ? bb_timeslice_ns / 3 : slice_min();
+}
+
+static int64_t slice_for(bb_p *pp, int64_t ran, int64_t now)
+{
+	/* a due timer of its own is a thread woken (a timed wait or sleep
+	 * that ends) that only this P's next schedule() can run */
+	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_relaxed);
+	bool timer_due = t0 != 0 && t0 <= now;
 	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0 ||
-	    (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0))
+	    (bb_runqempty(pp) && atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0 &&
+	     !timer_due))
 		return bb_timeslice_ns;
 	waiting = true;
 	if (ran < slice_min())
@@ -699,8 +713,10 @@ static int64_t slice_for(bb_p *pp, int64_t ran)
 	bb_g *gp = m ? m->curg : NULL;
 	if (gp && atomic_load_explicit(&gp->spinning, memory_order_relaxed) > 0)
 		return slice_min();
+	if (timer_due)
+		return slice_min();
 	if (latency_waits())
-		return bb_timeslice_ns / 3 > slice_min() ? bb_timeslice_ns / 3 : slice_min();
+		return slice_woken();
 	return bb_timeslice_ns;
 }
 
@@ -710,6 +726,7 @@ static int retake(int64_t now)
 	repreempt = waiting = false;
 	watch_ns = INT64_MAX;
 	slice_due = INT64_MAX;
+	timer_slice_due = INT64_MAX;
 	insyscall = false;
 	latency_seen = -1;
 	/* the process's only thread is never preempted: no other thread
@@ -735,12 +752,12 @@ static int retake(int64_t now)
 			pd[i].cpuwhen = 0;
 		} else if (status == Psyscall) {
 			/* the flag only (bb_preemptone), met when it comes back */
-			if (pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen) <= now)
+			if (pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen, now) <= now)
 				bb_preemptone(pp);
 		} else if (stalled(pp, &pd[i], now)) {
 			atomic_fetch_add_explicit(&bb_stats_.preempt_stalled, 1, memory_order_relaxed);
 			bb_check_stuck(pp); /* if it sleeps there ('S', 'D') */
-		} else if ((due = pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen)) <= now) {
+		} else if ((due = pd[i].switchwhen + slice_for(pp, now - pd[i].switchwhen, now)) <= now) {
 			if (pd[i].firstask == 0)
 				pd[i].firstask = now;
 			else if (pd[i].firstask + bb_timeslice_ns <= now)
@@ -754,6 +771,19 @@ static int retake(int64_t now)
 			repreempt = true;
 		} else if (waiting && due < slice_due) {
 			slice_due = due;
+		}
+		if (status == Prunning && !alone) {
+			/* a timer of its P that comes due while its G computes
+			 * (CPython's GIL waiters time out every 5 ms so): look
+			 * then, as the kernel lets a woken thread in */
+			int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_relaxed);
+			int64_t at = pd[i].switchwhen + slice_min();
+			if (t0 > now && pd[i].switchwhen != 0) {
+				if (at < t0)
+					at = t0;
+				if (at < timer_slice_due)
+					timer_slice_due = at;
+			}
 		}
 		if (status == Prunning)
 			continue;
@@ -831,6 +861,11 @@ static void *sysmon(void *arg)
 			if (insyscall && left > 500 * 1000)
 				left = 500 * 1000;
 			left /= 1000;
+			if (delay > left)
+				delay = left > 20 ? left : 20;
+		}
+		if (timer_slice_due != INT64_MAX) {
+			int64_t left = (timer_slice_due - bb_nanotime()) / 1000;
 			if (delay > left)
 				delay = left > 20 ? left : 20;
 		}
