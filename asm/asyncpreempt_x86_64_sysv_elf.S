@@ -2,9 +2,11 @@
  * bb_asyncpreempt — where a G interrupted by the preemption signal resumes.
  *
  * The signal handler (runtime/preempt.c) found the G at a safe point and
- * made it "call" here: below the interrupted rsp it skipped the 128-byte red
- * zone and stored the interrupted rip, then set rip = bb_asyncpreempt.
- * sigreturn has put every register back as it was, so this code saves them
+ * made it "call" here: it set rsp below the interrupted one's 128-byte red
+ * zone, kept the interrupted rip in the M (gs:32), and set rip =
+ * bb_asyncpreempt. The first instruction pushes that rip (the handler could
+ * not: the kernel's signal frame was still there). sigreturn has put every
+ * register back as it was, so this code saves them
  * all — flags, the 15 general registers and the whole xsave state (x87,
  * SSE, AVX, AVX-512: every component the kernel enabled) — calls into the
  * scheduler, and when the G runs again restores them and returns to the
@@ -13,8 +15,8 @@
  *
  *   stack at entry (grows down)           after the saves
  *   rsp0 = interrupted rsp
- *   [rsp0-128 .. rsp0)   red zone, untouched
- *   [rsp0-136]           interrupted rip   <- rsp at entry
+ *   [rsp0-128 .. rsp0)   red zone, untouched  <- rsp at entry
+ *   [rsp0-136]           interrupted rip   <- rsp after the first push
  *                                          rflags, rax..r15 (15 pushes)
  *                                          <- rbx keeps this address
  *                                          (aligned to 64) xsave area of
@@ -28,7 +30,10 @@
 bb_asyncpreempt:
 	.cfi_startproc
 	.cfi_signal_frame                 /* the "return address" is the interrupted pc itself */
-	.cfi_def_cfa rsp, 136             /* the caller's rsp: above the pushed pc and red zone */
+	.cfi_def_cfa rsp, 128             /* the caller's rsp: above the red zone */
+	.cfi_undefined rip                /* (in the M until the push) */
+	pushq	%gs:32                    /* the interrupted pc (bb_m.async_pc) */
+	.cfi_adjust_cfa_offset 8
 	.cfi_offset rip, -136
 	pushfq
 	.cfi_adjust_cfa_offset 8

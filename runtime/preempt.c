@@ -475,9 +475,15 @@ static void handler(int sig, siginfo_t *si, void *uctxv)
 		return;
 	}
 	gp->async_why = (uint8_t)why;
-	sp -= 128 + 8; /* skip the red zone; push the interrupted pc */
-	*(uint64_t *)sp = pc;
-	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	/* below the red zone bb_asyncpreempt pushes the interrupted pc
+	 * itself: this handler must not write it there, where the kernel's
+	 * signal frame ends (the xsave area and its end marker, which it
+	 * checks at sigreturn: with the stack at 8 mod 64 the pc overwrote
+	 * the marker, and the kernel put back only the SSE state, zeroing
+	 * the upper halves of ymm, zmm16-31 and the mask registers -- Node's
+	 * parser crashed under its CPU profiler's signals) */
+	mp->async_pc = pc;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(sp - 128);
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)bb_asyncpreempt;
 	if (why & ASYNC_PREEMPT)
 		atomic_fetch_add_explicit(&bb_stats_.preempt_async, 1, memory_order_relaxed);

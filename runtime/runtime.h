@@ -308,6 +308,10 @@ struct bb_m {
 	bb_g *g0;                 /* scheduler context of this M */
 	bb_g *curg;               /* the G running on this M, NULL when on g0 */
 	bb_p *p;                  /* the P held, NULL when idle */
+	/* the pc the preemption signal interrupted, which bb_asyncpreempt
+	 * pushes as its first instruction (gs:32): the handler may not write
+	 * it below the red zone, where the kernel's signal frame still is */
+	uintptr_t async_pc;
 	/* the frame, and its return address, of a program's handler that the
 	 * kernel runs on this M outside the G's own code (shim/signal.c):
 	 * while it is live, interposed calls under it run natively (the
@@ -373,6 +377,7 @@ struct bb_m {
 	 * applied: owner M (its own thread, also in a signal handler) */
 	uint32_t cred_seen;
 };
+_Static_assert(offsetof(bb_m, async_pc) == 32, "asm/asyncpreempt reads gs:32");
 
 typedef struct bb_sched {
 	bb_lock lock;
