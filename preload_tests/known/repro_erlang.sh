@@ -11,13 +11,24 @@
 #             runs of a larger module on a quiet machine
 #   bobbin with BOBBIN_DEBUG=asyncpreemptoff=1 or BOBBIN_TIMESLICE=10000: correct
 #
-# Ruled out so far: bobbin's preemption itself (still crashing when every pc
-# is refused as unsafe, i.e. the signal is sent and the handler returns), the
-# AVX state lost at preemption (fixed 2026-11-28, still crashing), the signal
-# frame on BEAM's own Erlang stacks (a build with SA_ONSTACK for the signal
-# crashed as often). With asyncpreemptoff=1 at BOBBIN_MAXPROCS=1 a file-I/O
-# test (dirty I/O schedulers) hangs instead: a BEAM scheduler spins waiting for
-# threads that only preemption would let run.
+# What is known (a module of the probing session, /tmp/probe_erlang/pt.erl
+# then: "crypto" = sort + sha256 in 100 processes, "ring" = 100k processes
+# passing a token; 6 runs each at P=2):
+# - the signal alone corrupts BEAM: a build that refuses every pc as unsafe
+#   (the signal is sent, the handler returns) crashed crypto 6 of 6;
+# - the frame the kernel writes under the interrupted rsp is the cause there:
+#   BEAM runs Erlang code with rsp in a process's stack, right above its
+#   heap, and gives all its own handlers SA_ONSTACK. The preemption handler
+#   with SA_ONSTACK (and threads sharing one alternate stack given their M's
+#   own instead: erlang_onstack_attempt.diff) ran crypto 6 of 6 and, with
+#   every pc refused, ring 6 of 6;
+# - but with preemption on, ring still crashed 1-3 in 6 with that build:
+#   twice in bobbin's take_g with the M's P gone (mp->p NULL mid-switch, on
+#   g0 after gosched_m/park_m), once at a return address in the heap. Not
+#   committed: a scheduler state broken under SA_ONSTACK is not understood.
+# With asyncpreemptoff=1 at BOBBIN_MAXPROCS=1 a file-I/O test (dirty I/O
+# schedulers) hangs instead: a BEAM scheduler spins waiting for threads that
+# only preemption would let run.
 #
 # Usage: repro_erlang.sh LIBBOBBIN [RUNS]   (needs erlang-base)
 lib=${1:?path to libbobbin.so}
