@@ -23,9 +23,11 @@
 #   own instead: erlang_onstack_attempt.diff) ran crypto 6 of 6 and, with
 #   every pc refused, ring 6 of 6;
 # - but with preemption on, ring still crashed 1-3 in 6 with that build:
-#   twice in bobbin's take_g with the M's P gone (mp->p NULL mid-switch, on
-#   g0 after gosched_m/park_m), once at a return address in the heap. Not
-#   committed: a scheduler state broken under SA_ONSTACK is not understood.
+#   twice in bobbin's take_g with the M's P gone, once at a return address
+#   in the heap. The take_g cores show a `ret` on g0 into bb_execute just
+#   after its `call bb_gogo` (rax 0): a return address taken from memory a
+#   signal frame overwrote -- likely a frame on an alternate stack that a
+#   switched-away G's frames still use. Not committed: not understood.
 # With asyncpreemptoff=1 at BOBBIN_MAXPROCS=1 a file-I/O test (dirty I/O
 # schedulers) hangs instead: a BEAM scheduler spins waiting for threads that
 # only preemption would let run.
