@@ -533,13 +533,17 @@ static bool install_handler(int sig)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = handler;
-	/* not SA_ONSTACK: the alternate stack installed is the running
-	 * thread's own (shim/signal.c), and threads may share one (varnish
-	 * gives all its workers the same, for a SIGSEGV report natively
-	 * used once at most): two OS threads taking SIGURG wrote their frames
-	 * over each other there, and a thread ran on two OS threads at once.
-	 * The frame goes on the stack in use, a G's or g0's */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* SA_ONSTACK: the frame goes on the alternate stack installed, the
+	 * running thread's own (shim/signal.c) or its M's, never under the
+	 * interrupted sp, which may be on a stack of the program's own that
+	 * has no room for it: BEAM runs Erlang code with rsp in a process's
+	 * stack, right above its heap, and gives every handler SA_ONSTACK;
+	 * the frame written there corrupted its heap (SIGSEGV, "size_object:
+	 * bad tag" in 6 of 6 runs of a crypto test at P=2). Threads that
+	 * share one alternate stack (varnish's workers) do not all get it in
+	 * the kernel (bb_alt_claim): two OS threads taking SIGURG together
+	 * wrote their frames over each other there */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
 	return bb_real_sigaction(sig, &sa, NULL) == 0;
 }

@@ -442,7 +442,7 @@ static bb_g *direct_next(bb_m *mp, bb_p *pp, bool *inherit)
 		return NULL;
 	bb_g *next = bb_runqget(pp, inherit);
 	if (next && (next->lockedm != NULL || mp->sigmask != strip_ours(g_mask(next)) ||
-		     next->alt_sp != NULL || mp->alt_cur != mp->altstack ||
+		     next->alt_kern != NULL || mp->alt_cur != mp->altstack ||
 		     atomic_load_explicit(&next->kpending, memory_order_relaxed))) {
 		bb_runqput(pp, next, true); /* back in front: it runs next */
 		return NULL;
@@ -821,6 +821,7 @@ static inline void mcall(void (*fn)(bb_g *))
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
 	bb_cpuclock_switch(mp, NULL);
+	bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
 	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 }
 
@@ -943,6 +944,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 		bb_gswitch(&gp->ctx, &next->ctx, park_post, gp);
 	} else {
 		bb_cpuclock_switch(mp, NULL);
+		bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
 		bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	}
 	gp->waitreason = waitReasonZero;
@@ -1314,6 +1316,7 @@ void bb_goexit(void *result)
 		bb_gswitch(&gp->ctx, &next->ctx, exit_post, gp);
 	else {
 		bb_cpuclock_switch(mp, NULL);
+		bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
 		bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	}
 	__builtin_unreachable();
@@ -1466,7 +1469,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->rawcalls = false;
 	gp->detached = attr->detached;
 	gp->c11 = attr->c11;
-	gp->alt_sp = NULL; /* a new thread has no alternate stack, as after clone */
+	gp->alt_sp = gp->alt_kern = NULL; /* a new thread has none, as after clone */
 	memcpy(gp->name, mp->curg->name, sizeof gp->name); /* as the kernel copies comm */
 	/* as clone copies the mask, or the one pthread_attr_setsigmask_np gave */
 	gp->sigmask = attr->sigmask ? *attr->sigmask & ~BB_GLIBC_SIGNALS : mp->curg->sigmask;

@@ -171,6 +171,9 @@ struct bb_g {
 	void *alt_sp;
 	size_t alt_size;
 	int alt_flags;
+	/* the one the kernel gets while it runs: alt_sp, or NULL (the M's own)
+	 * when another thread installed the same stack first (bb_alt_claim) */
+	void *alt_kern;
 	bool joined;         /* someone is joining, a second join is EINVAL */
 	bb_g *joiner;
 	bool fjoin;          /* the joiner is no running G: it waits on exitword */
@@ -1021,11 +1024,14 @@ void bb_trace_syscall(bb_m *mp, bb_g *gp, int64_t start);
 struct sigaction;
 void bb_segv_show(struct sigaction *old); /* stack.c */
 void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags);
+/* gp installs the alternate stack sp: whether no other live thread has it
+ * (threads that share one, as varnish's workers do, get their Ms' own) */
+bool bb_alt_claim(bb_g *gp, void *sp);
 static inline void bb_alt_enter(bb_m *mp, bb_g *gp)
 {
-	if (__builtin_expect(gp->alt_sp != mp->alt_cur, 0) &&
-	    (gp->alt_sp != NULL || mp->alt_cur != mp->altstack))
-		bb_alt_install(mp, gp->alt_sp, gp->alt_size, gp->alt_flags);
+	if (__builtin_expect(gp->alt_kern != mp->alt_cur, 0) &&
+	    (gp->alt_kern != NULL || mp->alt_cur != mp->altstack))
+		bb_alt_install(mp, gp->alt_kern, gp->alt_size, gp->alt_flags);
 }
 static inline void bb_alt_leave(bb_m *mp)
 {

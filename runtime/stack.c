@@ -490,6 +490,57 @@ void bb_alt_install(bb_m *mp, void *sp, size_t size, int flags)
 		mp->alt_cur = sp ? sp : mp->altstack;
 }
 
+/* The alternate stacks threads installed, by address, each with the first
+ * live thread that did (Gs are never freed: a thread that ended or moved to
+ * another stack leaves a stale entry, which the next claim takes over).
+ * bobbin's preemption signal runs on the alternate stack installed (a
+ * language runtime's own stacks under the interrupted sp take no frame:
+ * BEAM's Erlang stacks), so two threads may not have the same one in the
+ * kernel at once: two OS threads taking the signal together wrote their
+ * frames over each other there. */
+#define ALT_CLAIMS 16384
+#define ALT_PROBES 64
+static struct alt_claim {
+	void *sp;
+	bb_g *owner;
+} alt_claims[ALT_CLAIMS];
+static bb_lock alt_claim_lock;
+
+static bool alt_claim_live(const struct alt_claim *c)
+{
+	bb_g *o = c->owner;
+	return o && o->alt_sp == c->sp && atomic_load_explicit(&o->status, memory_order_relaxed) != Gdead;
+}
+
+bool bb_alt_claim(bb_g *gp, void *sp)
+{
+	uintptr_t h = ((uintptr_t)sp >> 12) * 0x9e3779b97f4a7c15ull;
+	bool mine = false;
+	bb_lock_acquire(&alt_claim_lock);
+	struct alt_claim *free_slot = NULL;
+	for (int i = 0; i < ALT_PROBES; i++) {
+		struct alt_claim *c = &alt_claims[(h + (uintptr_t)i) % ALT_CLAIMS];
+		if (c->sp == sp) {
+			if (c->owner == gp || !alt_claim_live(c)) {
+				c->owner = gp;
+				mine = true;
+			}
+			free_slot = NULL;
+			goto out;
+		}
+		if (free_slot == NULL && (c->sp == NULL || !alt_claim_live(c)))
+			free_slot = c;
+	}
+	if (free_slot) { /* (none free nearby: shared, to be safe) */
+		free_slot->sp = sp;
+		free_slot->owner = gp;
+		mine = true;
+	}
+out:
+	bb_lock_release(&alt_claim_lock);
+	return mine;
+}
+
 /* Per M: an alternate signal stack, so a G that ran out of stack can still
  * be reported. The handler is installed once (mp == the first M). */
 void bb_stack_signal_init(bb_m *mp)

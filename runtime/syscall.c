@@ -129,6 +129,7 @@ void bb_exitsyscall(void)
 	}
 	/* no P: queue the G, let this M go idle */
 	bb_cpuclock_switch(mp, NULL);
+	bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
 	bb_mcall(&gp->ctx, exitsyscall0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 	bb_getm()->oldp = NULL;
 }

@@ -189,8 +189,9 @@ BB_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 	bb_g *gp = bb_getg();
 	bb_m *mp = bb_getm();
 	if (old) {
-		if (gp->alt_sp)
-			*old = kold; /* the kernel's, with SS_ONSTACK when on it */
+		if (gp->alt_sp) /* its own, with SS_ONSTACK when on the kernel's */
+			*old = (stack_t){.ss_sp = gp->alt_sp, .ss_size = gp->alt_size,
+					 .ss_flags = gp->alt_flags | (kold.ss_flags & SS_ONSTACK)};
 		else
 			*old = (stack_t){.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
 	}
@@ -199,7 +200,13 @@ BB_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 		gp->alt_sp = off ? NULL : ss->ss_sp;
 		gp->alt_size = off ? 0 : ss->ss_size;
 		gp->alt_flags = off ? 0 : ss->ss_flags;
+		gp->alt_kern = gp->alt_sp;
 		mp->alt_cur = gp->alt_sp; /* none at all now, when disabled */
+		if (gp->alt_sp && !bb_alt_claim(gp, gp->alt_sp)) {
+			/* another thread's too: this one gets its M's own */
+			gp->alt_kern = NULL;
+			bb_alt_install(mp, NULL, 0, 0);
+		}
 	}
 	return 0;
 }
