@@ -267,6 +267,20 @@ real_selfchecked() {
     real_same "${prefix}_native" "${prefix}_bobbin" "$what output"
 }
 
+# real_selfchecked_p1 PREFIX TIMEOUT WHAT PATTERN ROW -- CMD...: real_selfchecked
+# at the -p given and again at 1 (labels PREFIX<P>_native, PREFIX<P>_bobbin),
+# with a table row "ROW, P=<P>)" for each (ROW opens the parenthesis).
+real_selfchecked_p1() {
+    local prefix=$1 timeout=$2 what=$3 pat=$4 row=$5 p
+    shift 6
+    for p in "$REAL_P" 1; do
+        REAL_P=$p
+        real_selfchecked "$prefix$p" "$timeout" "$what (P=$p)" "$pat" -- "$@"
+        real_row "$row, P=$p)" "-" "$prefix${p}_native" "$prefix${p}_bobbin" "-" "-"
+        [ "$p" = 1 ] && break
+    done
+}
+
 real_same() {
     if ! cmp -s "$REAL_WORK/$1.out" "$REAL_WORK/$2.out"; then
         real_fail "$3: $1 and $2 differ: $(diff "$REAL_WORK/$1.out" "$REAL_WORK/$2.out" | head -n 10)"

@@ -20,11 +20,6 @@ scale=4
 
 cp "$(dirname "${BASH_SOURCE[0]}")/erlang/procs.escript" "$REAL_WORK/"
 export REAL_WORK
-for p in "$REAL_P" 1; do
-    REAL_P=$p
-    real_selfchecked "erl$p" 180 "procs.escript (P=$p)" 'FAIL|rror|bobbin:' -- \
-        escript "$REAL_WORK/procs.escript" "$scale"
-    real_row "escript procs.escript (scale $scale, P=$p)" "-" "erl${p}_native" "erl${p}_bobbin" "-" "-"
-    [ "$p" = 1 ] && break
-done
+real_selfchecked_p1 erl 180 "procs.escript" 'FAIL|rror|bobbin:' \
+    "escript procs.escript (scale $scale" -- escript "$REAL_WORK/procs.escript" "$scale"
 real_finish

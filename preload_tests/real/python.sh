@@ -20,11 +20,6 @@ scale=3
 [ "$REAL_FORM" = short ] && scale=1
 
 cp "$(dirname "${BASH_SOURCE[0]}")/python/threads.py" "$REAL_WORK/"
-for p in "$REAL_P" 1; do
-    REAL_P=$p
-    real_selfchecked "py$p" 120 "python3 threads.py (P=$p)" 'FAIL|Error|bobbin:' -- \
-        python3 "$REAL_WORK/threads.py" "$scale"
-    real_row "python3 threads.py (scale $scale, P=$p)" "-" "py${p}_native" "py${p}_bobbin" "-" "-"
-    [ "$p" = 1 ] && break
-done
+real_selfchecked_p1 py 120 "python3 threads.py" 'FAIL|Error|bobbin:' \
+    "python3 threads.py (scale $scale" -- python3 "$REAL_WORK/threads.py" "$scale"
 real_finish
