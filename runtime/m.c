@@ -301,10 +301,7 @@ void bb_cred_catchup(bb_m *mp)
 	while ((i = mp->cred_seen) < n) {
 		const struct cred_op *op = &cred_log[i];
 		if (op->nr == SYS_capset) {
-			struct {
-				uint32_t version;
-				int pid;
-			} hdr = {(uint32_t)op->a1, 0};
+			struct bb_cap_header hdr = {(uint32_t)op->a1, 0};
 			bb_rawsyscall6(SYS_capset, (long)&hdr, (long)op->capdata, 0, 0, 0, 0);
 		} else {
 			bb_rawsyscall6(SYS_prctl, op->a1, op->a2, op->a3, 0, 0, 0);
@@ -330,10 +327,7 @@ void bb_cred_save_m0(void)
 	bb_m *mp = bb_self_m();
 	if (mp == NULL || mp->id != 0 || m0_cred.saved)
 		return;
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = {0x20080522, 0};
+	struct bb_cap_header hdr = {BB_CAP_V3, 0};
 	m0_cred.saved = bb_sys(SYS_capget, &hdr, m0_cred.caps, 0) == 0;
 	m0_cred.keepcaps = bb_sys(SYS_prctl, PR_GET_KEEPCAPS, 0, 0);
 	m0_cred.securebits = bb_sys(SYS_prctl, PR_GET_SECUREBITS, 0, 0);
@@ -348,10 +342,7 @@ static void cred_restore_m0(void)
 		bb_sys(SYS_prctl, PR_SET_SECUREBITS, m0_cred.securebits, 0);
 	if (m0_cred.keepcaps >= 0)
 		bb_sys(SYS_prctl, PR_SET_KEEPCAPS, m0_cred.keepcaps, 0);
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = {0x20080522, 0};
+	struct bb_cap_header hdr = {BB_CAP_V3, 0};
 	bb_sys(SYS_capset, &hdr, m0_cred.caps, 0);
 }
 

@@ -569,8 +569,7 @@ static void poll_while_busy(void)
 	    !atomic_compare_exchange_strong_explicit(&bb_lastpoll, &last, now, memory_order_relaxed,
 						     memory_order_relaxed))
 		return;
-	int n;
-	bb_g *list = bb_netpoll(0, &n);
+	bb_g *list = netpoll_now();
 	if (list)
 		bb_injectglist(list);
 }
@@ -820,9 +819,7 @@ static inline void mcall(void (*fn)(bb_g *))
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
-	bb_cpuclock_switch(mp, NULL);
-	bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
-	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	bb_to_g0(mp, gp, fn);
 }
 
 /* gp just parked in an interruptible wait (waitkind set): a pthread_kill
@@ -943,9 +940,7 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	if (next) {
 		bb_gswitch(&gp->ctx, &next->ctx, park_post, gp);
 	} else {
-		bb_cpuclock_switch(mp, NULL);
-		bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
-		bb_mcall(&gp->ctx, park_m, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+		bb_to_g0(mp, gp, park_m);
 	}
 	gp->waitreason = waitReasonZero;
 }
@@ -1315,9 +1310,7 @@ void bb_goexit(void *result)
 	if (next)
 		bb_gswitch(&gp->ctx, &next->ctx, exit_post, gp);
 	else {
-		bb_cpuclock_switch(mp, NULL);
-		bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
-		bb_mcall(&gp->ctx, goexit0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+		bb_to_g0(mp, gp, goexit0);
 	}
 	__builtin_unreachable();
 }

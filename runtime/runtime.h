@@ -624,7 +624,7 @@ extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 int bb_newm(bb_p *pp, bool spinning);
-void bb_kstate_begin(void);
+void bb_kstate_begin(void);   /* on a G about to give its OS thread such state */
 /* Per-thread security state (capset, prctl's keep-caps, secure bits,
  * bounding and ambient sets, no_new_privs) the process's only thread
  * changed: logged, and every OS thread of bobbin's applies the log in order
@@ -633,7 +633,16 @@ void bb_kstate_begin(void);
 bool bb_cred_log(long nr, long a1, long a2, long a3, const void *capdata);
 extern _Atomic uint32_t bb_cred_n;
 void bb_cred_catchup(bb_m *mp);
-void bb_cred_save_m0(void); /* before a locked G's own change on M0 */   /* on a G about to give its OS thread such state */
+void bb_cred_save_m0(void); /* before a locked G's own change on M0 */
+/* capget/capset's header (linux/capability.h's, without the header's
+ * other names) */
+struct bb_cap_header {
+	uint32_t version;
+	int pid;
+};
+#define BB_CAP_V1 0x19980330u /* one data struct */
+#define BB_CAP_V2 0x20071026u /* two */
+#define BB_CAP_V3 0x20080522u /* two */
 void bb_start_queued_ms(void); /* sysmon: start the Ms bb_newm left to it */
 bool bb_sysmon_runs(void);     /* sysmon's thread was started */
 void bb_sysmon_kick(void);
@@ -1037,6 +1046,16 @@ static inline void bb_alt_leave(bb_m *mp)
 {
 	if (__builtin_expect(mp->alt_cur != mp->altstack, 0))
 		bb_alt_install(mp, NULL, 0, 0);
+}
+
+/* gp leaves mp for fn on g0 (bb_mcall): its CPU clock stops, and its
+ * alternate stack leaves the kernel first, before another M may take gp
+ * and install it too (bb_alt_claim) */
+static inline void bb_to_g0(bb_m *mp, bb_g *gp, void (*fn)(bb_g *))
+{
+	bb_cpuclock_switch(mp, NULL);
+	bb_alt_leave(mp);
+	bb_mcall(&gp->ctx, fn, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
 }
 void bb_apply_sigmask(bb_m *mp, uint64_t mask);
 void bb_set_sigmask(bb_m *mp, uint64_t mask); /* exactly: bobbin's SIGURG too */

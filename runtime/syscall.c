@@ -128,9 +128,7 @@ void bb_exitsyscall(void)
 		return;
 	}
 	/* no P: queue the G, let this M go idle */
-	bb_cpuclock_switch(mp, NULL);
-	bb_alt_leave(mp); /* before another M may take gp: bb_alt_claim */
-	bb_mcall(&gp->ctx, exitsyscall0, gp, mp->g0sp, (uint64_t)(uintptr_t)mp->tcb);
+	bb_to_g0(mp, gp, exitsyscall0);
 	bb_getm()->oldp = NULL;
 }
 

@@ -828,6 +828,13 @@ static int retake(int64_t now)
 	return n;
 }
 
+/* sysmon's next nap (µs) no longer than ns, and at least its 20 µs */
+static void nap_at_most(int64_t *delay, int64_t ns)
+{
+	if (*delay > ns / 1000)
+		*delay = ns / 1000 > 20 ? ns / 1000 : 20;
+}
+
 static void *sysmon(void *arg)
 {
 	bb_m *mp = arg;
@@ -860,17 +867,12 @@ static void *sysmon(void *arg)
 			/* a P in a system call is retaken within 500 µs */
 			if (insyscall && left > 500 * 1000)
 				left = 500 * 1000;
-			left /= 1000;
-			if (delay > left)
-				delay = left > 20 ? left : 20;
+			nap_at_most(&delay, left);
 		}
-		if (timer_slice_due != INT64_MAX) {
-			int64_t left = (timer_slice_due - bb_nanotime()) / 1000;
-			if (delay > left)
-				delay = left > 20 ? left : 20;
-		}
-		if (watch_ns != INT64_MAX && delay > watch_ns / 1000)
-			delay = watch_ns / 1000 > 20 ? watch_ns / 1000 : 20;
+		if (timer_slice_due != INT64_MAX)
+			nap_at_most(&delay, timer_slice_due - bb_nanotime());
+		if (watch_ns != INT64_MAX)
+			nap_at_most(&delay, watch_ns);
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);

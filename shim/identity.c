@@ -653,23 +653,18 @@ bool bb_own_sched_call(long *r, long nr, long a1, long a2, long a3, long a4)
  * needs on each of bobbin's OS threads); otherwise the caller's own, and it
  * stays on its OS thread from then on, as for a nice value. The call and
  * the log entry happen on one M (locked meanwhile). */
-struct cap_header {
-	uint32_t version;
-	int pid;
-};
-
 static long cred_call(long nr, long a1, long a2, long a3, const void *capdata)
 {
 	bool every = bb_alone();
-	if (every)
+	if (every) {
 		bb_lock_os_thread();
-	else
+	} else {
 		bb_kstate_begin();
-	if (!every)
 		bb_cred_save_m0(); /* (on the initial OS thread: put back later) */
+	}
 	long r = bb_sys(nr, a1, a2, a3);
 	/* (a capset is logged with its header's version) */
-	long la1 = nr == SYS_capset ? (long)((const struct cap_header *)a1)->version : a1;
+	long la1 = nr == SYS_capset ? (long)((const struct bb_cap_header *)a1)->version : a1;
 	if (r == 0 && every && !bb_cred_log(nr, la1, a2, a3, capdata))
 		every = false; /* (the log is full: the caller's own, as below) */
 	if (r == 0 && !every)
@@ -697,13 +692,13 @@ static bool cred_prctl(long option, long a2)
 /* SYS_capget or SYS_capset from a green thread: the caller's own id (main's
  * is the process id, the others' bobbin's) means its OS thread, as natively;
  * -errno or the kernel's answer. */
-static long cap_call(long nr, struct cap_header *uh, void *data)
+static long cap_call(long nr, struct bb_cap_header *uh, void *data)
 {
-	struct cap_header h = *uh;
+	struct bb_cap_header h = *uh;
 	if (h.pid != 0 && own_tid(h.pid))
 		h.pid = 0;
 	long r;
-	bool v1 = h.version == 0x19980330, v23 = h.version == 0x20071026 || h.version == 0x20080522;
+	bool v1 = h.version == BB_CAP_V1, v23 = h.version == BB_CAP_V2 || h.version == BB_CAP_V3;
 	if (nr == SYS_capset && h.pid == 0 && data && (v1 || v23)) {
 		/* the data as the kernel reads it: one struct of three
 		 * words (version 1) or two */
@@ -741,7 +736,7 @@ bool bb_own_cred_call(long *r, long nr, long a1, long a2, long a3)
 		*r = sys_ret(cred_call(nr, a1, a2, a3, NULL));
 		return true;
 	}
-	*r = sys_ret(cap_call(nr, (struct cap_header *)a1, (void *)a2));
+	*r = sys_ret(cap_call(nr, (struct bb_cap_header *)a1, (void *)a2));
 	return true;
 }
 
