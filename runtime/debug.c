@@ -35,7 +35,7 @@ void bb_allgs_add(bb_g *gp)
 	bb_lock_acquire(&allglock);
 	if (nallgs == capallgs) {
 		int32_t cap = capallgs ? capallgs * 2 : 1024;
-		bb_g **n = realloc(allgs, (size_t)cap * sizeof *n);
+		bb_g **n = bb_realloc(allgs, (size_t)cap * sizeof *n);
 		if (n == NULL) {
 			bb_lock_release(&allglock);
 			return; /* the G just stays out of dumps */
@@ -312,7 +312,8 @@ void bb_debug_signals_init(void)
 /* ---- deadlock ----
  *
  * "all threads are asleep": every P idle, nobody spinning, no timer armed,
- * nobody waiting on the network poller, no thread in a blocking call, no
+ * nobody waiting on the network poller, no thread in a blocking call or
+ * being started (pthread_create may hold the program's malloc lock), no
  * signal handler of the program's that could wake someone, and no sign of
  * life (switches) between two checks. Then no thread can ever run again. */
 
@@ -339,7 +340,7 @@ bool bb_deadlock_suspect(void)
 	if (atomic_load(&bb_sched_.npidle) != bb_gomaxprocs ||
 	    atomic_load(&bb_sched_.nmspinning) != 0 || atomic_load(&bb_sched_.runqsize) != 0 ||
 	    bb_nexttimer() != 0 || atomic_load(&bb_netpoll_waiters) != 0 ||
-	    bb_nlive() == 0)
+	    atomic_load(&bb_nosstarting) != 0 || bb_nlive() == 0)
 		return false;
 	/* every live G parked, none in a system call (which may still return) */
 	return count_status(Gwaiting) == bb_nlive() &&

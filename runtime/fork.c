@@ -68,6 +68,7 @@ static void child(void)
 	bb_stack_forkchild();
 	bb_netpoll_forkchild();
 	bb_sysmon_forkchild();
+	bb_mem_forkchild();
 	bb_cpuclock_forkchild(mp, mp->curg);
 	atomic_store(&bb_sched_.lock.key, 0);
 	atomic_store(&bb_sched_.gflock.key, 0);
@@ -79,6 +80,7 @@ static void child(void)
 	bb_sched_.npend = 0;
 	bb_sched_.pendp = NULL;
 	mp->dropping = false;
+	atomic_store(&bb_sched_.nmlocked, mp->lockedg ? 1 : 0);
 	atomic_store(&bb_sched_.mcount, 1);
 	atomic_store(&bb_sched_.mpeak, 1);
 	atomic_store(&bb_sched_.nmspinning, 0);

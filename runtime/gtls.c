@@ -386,9 +386,9 @@ static int scan_new(struct dl_phdr_info *info, size_t size, void *data)
 		if (a >= nm->tp || a < nm->tp + SIZEOF_PTHREAD - tls_static_size)
 			continue; /* dynamic TLS */
 		int n = atomic_load_explicit(&nmods, memory_order_relaxed);
-		void *img = ph->p_filesz ? malloc(ph->p_filesz) : NULL;
+		void *img = ph->p_filesz ? bb_alloc(ph->p_filesz) : NULL;
 		if (n == MAX_TLS_MODS || (ph->p_filesz && img == NULL)) {
-			free(img);
+			bb_free(img);
 			bb_printf("bobbin: cannot track the static TLS of %s: its initial values "
 				  "are missing in threads that existed before the dlopen\n",
 				  info->dlpi_name);

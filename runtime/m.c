@@ -9,6 +9,7 @@
  */
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,7 +36,8 @@ _Atomic int32_t bb_nallm;
 
 bb_m *bb_allocm(void)
 {
-	bb_m *mp = calloc(1, sizeof *mp);
+	/* (not the program's malloc: mem.c) */
+	bb_m *mp = bb_alloc(sizeof *mp);
 	if (mp == NULL)
 		return NULL;
 	int32_t slot = atomic_fetch_add(&bb_nallm, 1);
@@ -79,9 +81,13 @@ static void *mstart(void *arg)
 	/* blocked until now (bb_newm); from here the G it runs decides */
 	mp->sigmask = ~0ull;
 	bb_sysmon_ensure();
-	bb_idle_sigmask(mp);
-	bb_acquirep(mp->nextp);
-	mp->nextp = NULL;
+	if (mp->nextp == NULL) {
+		bb_stopm(); /* the P left pending for it (bb_newm), or any later */
+	} else {
+		bb_idle_sigmask(mp);
+		bb_acquirep(mp->nextp);
+		mp->nextp = NULL;
+	}
 	bb_schedule();
 }
 
@@ -143,9 +149,25 @@ static struct sched_param start_param;
 static _Atomic long start_nice = -100, start_ioprio = -1; /* -100, -1: unknown */
 static _Atomic bool start_changed; /* bb_m_each_tid changed them */
 
+/* Whether malloc is not glibc's: the program's (or a preloaded one), whose
+ * lock its threads hold, and which ld.so calls for a new OS thread's DTV.
+ * glibc's own is never a problem: bobbin does not preempt a G inside glibc,
+ * and glibc's malloc never waits through an interposed call. Known from
+ * start-up on (bb_m_kstate_init: dlopen takes ld.so's lock, which a G may
+ * hold later). */
+static bool foreign_malloc;
+
+static void foreign_malloc_init(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	void *own = libc ? dlsym(libc, "calloc") : NULL;
+	foreign_malloc = own != NULL && dlsym(RTLD_DEFAULT, "calloc") != own;
+}
+
 /* after bb_initial_affinity is read (bb_sched_init) */
 void bb_m_kstate_init(void)
 {
+	foreign_malloc_init();
 	long nice = bb_sys(SYS_getpriority, PRIO_PROCESS, 0, 0); /* 20 - nice */
 	start_nice = nice > 0 ? 20 - nice : -100;
 	start_ioprio = bb_sys(SYS_ioprio_get, 1, 0, 0);
@@ -232,7 +254,19 @@ static void start_kstate(pthread_attr_t *attr)
 	}
 }
 
+_Atomic int32_t bb_nosstarting; /* OS threads being made (bb_start_os_thread) */
+
+static int start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize, bool on_g);
+
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
+{
+	return start_os_thread(fn, arg, stacksize, false);
+}
+
+/* on_g: called on a G, which may move to another M inside (glibc's
+ * pthread_create allocates with the program's malloc, where a G may wait):
+ * the new thread's mask then comes with the attributes, not from ours */
+static int start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize, bool on_g)
 {
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -240,10 +274,22 @@ int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	start_kstate(&attr);
 	uint64_t all = ~((1ull << (32 - 1)) | (1ull << (33 - 1))), old;
-	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+	if (on_g) {
+		sigset_t set;
+		memset(&set, 0, sizeof set);
+		memcpy(&set, &all, sizeof all);
+		pthread_attr_setsigmask_np(&attr, &set);
+	} else {
+		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+	}
 	pthread_t th;
+	/* (glibc allocates with the program's malloc meanwhile, whose lock a
+	 * waiting G may need: no deadlock report while it is held here) */
+	atomic_fetch_add(&bb_nosstarting, 1);
 	int err = bb_real_pthread_create(&th, &attr, fn, arg);
-	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	atomic_fetch_sub(&bb_nosstarting, 1);
+	if (!on_g)
+		bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 	pthread_attr_destroy(&attr);
 	if (err == 0)
 		wrap_setxid_once(); /* installed by glibc's first pthread_create */
@@ -347,36 +393,60 @@ static void cred_restore_m0(void)
 }
 
 static _Atomic(bb_m *) newmq;
-static int start_m(bb_m *mp);
+static void start_m(bb_m *mp);
+static void start_m_on(bb_m *mp, bool on_g);
 
-/* Start an OS thread for a new M that will run with pp. Returns 0 or an errno. */
-int bb_newm(bb_p *pp, bool spinning)
+/* sysmon starts mp after its next nap (it empties the list after every
+ * nap, kicked or not) */
+static void queue_m(bb_m *mp)
+{
+	bb_m *head = atomic_load(&newmq);
+	do
+		mp->newmlink = head;
+	while (!atomic_compare_exchange_weak(&newmq, &head, mp));
+	bb_sysmon_kick();
+}
+
+/* Start an OS thread for a new M that will run pp, or whichever P is
+ * pending when it gets there. Making a thread may take long: glibc's
+ * pthread_create allocates the thread's DTV with the program's malloc,
+ * whose lock a preempted G may hold (Chromium's PartitionAlloc). So pp is
+ * never held meanwhile: it waits on the pending list, where an M that
+ * goes idle takes it (and runs that G), and the new M counts as dropping
+ * until it takes a P or becomes idle. */
+void bb_newm(bb_p *pp, bool spinning)
 {
 	if (atomic_load_explicit(&bb_sched_.mcount, memory_order_relaxed) >= bb_cfg.maxthreads) {
 		static _Atomic int warned;
 		if (!atomic_exchange(&warned, 1))
 			bb_printf("bobbin: reached BOBBIN_MAXTHREADS=%d OS threads; not starting more\n",
 				  bb_cfg.maxthreads);
-		return EAGAIN;
+		bb_startm_failed(pp, spinning);
+		return;
 	}
 	bb_m *mp = bb_allocm();
-	if (mp == NULL)
-		return EAGAIN;
-	mp->nextp = pp;
-	mp->spinning = spinning;
-	bb_m *self = bb_self_m();
-	if (self && self->kdirty && bb_sysmon_runs()) {
-		/* a new thread would inherit what a locked G set on ours
-		 * (sysmon empties the list after every nap, kicked or not) */
-		bb_m *head = atomic_load(&newmq);
-		do
-			mp->newmlink = head;
-		while (!atomic_compare_exchange_weak(&newmq, &head, mp));
-		bb_sysmon_kick();
-		return 0;
+	if (mp == NULL) {
+		bb_startm_failed(pp, spinning);
+		return;
 	}
-	return start_m(mp);
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_drop_begin(mp);
+	pp->pendspin = spinning;
+	pp->link = bb_sched_.pendp;
+	bb_sched_.pendp = pp;
+	bb_sched_.npend++;
+	bb_lock_release(&bb_sched_.lock);
+	bb_m *self = bb_self_m();
+	/* a new thread would inherit what a locked G set on ours; and an M
+	 * that holds a P (wakep on a running M) would hold it while it waits
+	 * on the program's own malloc: sysmon makes those */
+	if (self && self != bb_sysmon_m() && (self->kdirty || (self->p && foreign_malloc)) &&
+	    bb_sysmon_runs())
+		queue_m(mp);
+	else
+		start_m(mp);
 }
+
 
 /* Ms to start from sysmon's thread, which has the state the process
  * started with: a G that changes its own thread's nice value, I/O priority
@@ -385,16 +455,31 @@ int bb_newm(bb_p *pp, bool spinning)
  * threads'). sysmon is started before the first such change. */
 
 /* mstart takes a mask once its gs base is set (a handler may look at the M) */
-static int start_m(bb_m *mp)
+static void start_m(bb_m *mp)
+{
+	start_m_on(mp, false);
+}
+
+static void start_m_on(bb_m *mp, bool on_g)
 {
 	/* its OS thread inherits the security state of the thread that
 	 * starts it (sysmon, for a queued M) */
 	bb_m *self = bb_self_m();
 	mp->cred_seen = self ? self->cred_seen : 0;
-	int err = bb_start_os_thread(mstart, mp, BB_G0_STACKSIZE);
-	if (err != 0) /* (mp stays in bb_allm, unused: Ms are never freed) */
-		atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
-	return err;
+	int err = start_os_thread(mstart, mp, BB_G0_STACKSIZE, on_g);
+	if (err == 0)
+		return;
+	/* (mp stays in bb_allm, unused: Ms are never freed) */
+	atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
+	/* a P pending for it that no other M will take goes idle, its Gs
+	 * to the global queue for the Ms that exist */
+	bb_lock_acquire(&bb_sched_.lock);
+	bb_drop_end(mp);
+	bool spin = false;
+	bb_p *pp = bb_sched_.npend > bb_sched_.nmdropping ? bb_pend_take(&spin) : NULL;
+	bb_lock_release(&bb_sched_.lock);
+	if (pp)
+		bb_startm_failed(pp, spin);
 }
 
 void bb_start_queued_ms(void)
@@ -402,14 +487,37 @@ void bb_start_queued_ms(void)
 	bb_m *mp = atomic_exchange(&newmq, NULL);
 	while (mp) {
 		bb_m *next = mp->newmlink;
-		if (start_m(mp) != 0)
-			bb_startm_failed(mp->nextp, mp->spinning);
+		start_m(mp);
 		mp = next;
 	}
+}
+
+/* On a G about to lock itself to its M for good (bb_kstate_begin), with a
+ * malloc of the program's: with no idle M left, it makes one first, here,
+ * unlocked. The M would run nothing else once this G is locked; and an M
+ * made later, when one is needed, may wait on the program's malloc for a
+ * G preempted with its lock held, which needs an M that can run it: with
+ * every M locked there was none (Chromium). Here the G waits instead, as a
+ * green thread, and its M runs that one meanwhile. */
+static void spare_before_lock(void)
+{
+	if (!foreign_malloc || bb_getg()->lockcount != 0)
+		return;
+	bb_lock_acquire(&bb_sched_.lock);
+	/* (an M being started does not count: it may be the one waiting) */
+	bool need = bb_sched_.midle == NULL &&
+		    atomic_load_explicit(&bb_sched_.mcount, memory_order_relaxed) < bb_cfg.maxthreads;
+	bb_m *mp = need ? bb_allocm() : NULL;
+	if (mp)
+		bb_drop_begin(mp); /* it goes idle once it runs (mstart) */
+	bb_lock_release(&bb_sched_.lock);
+	if (mp)
+		start_m_on(mp, true);
 }
 
 void bb_kstate_begin(void)
 {
 	bb_sysmon_ensure();
+	spare_before_lock();
 	bb_lock_os_thread();
 }

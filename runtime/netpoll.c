@@ -86,7 +86,7 @@ bb_pd *bb_pd_get(int fd)
 	_Atomic(bb_pd *) *slot = &pdtab[fd / PD_L2];
 	bb_pd *blk = atomic_load_explicit(slot, memory_order_acquire);
 	if (blk == NULL) {
-		bb_pd *nb = calloc(PD_L2, sizeof(bb_pd));
+		bb_pd *nb = bb_alloc(PD_L2 * sizeof(bb_pd));
 		if (nb == NULL)
 			return NULL;
 		for (int i = 0; i < PD_L2; i++)
@@ -101,7 +101,7 @@ bb_pd *bb_pd_get(int fd)
 				;
 		}
 		else {
-			free(nb);
+			bb_free(nb);
 			blk = none;
 		}
 	}
@@ -384,7 +384,7 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 	if (deadline != 0 && deadline <= bb_nanotime())
 		return ETIMEDOUT;
 	bb_pollnode stackn[16];
-	bb_pollnode *nodes = n * 2 <= 16 ? stackn : calloc((size_t)n * 2, sizeof *nodes);
+	bb_pollnode *nodes = n * 2 <= 16 ? stackn : bb_alloc((size_t)n * 2 * sizeof *nodes);
 	if (nodes == NULL)
 		return EPERM;
 	int k = 0, err = 0;
@@ -413,7 +413,7 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 	else if (err == 0)
 		err = session_wait(nodes, k, deadline);
 	if (nodes != stackn)
-		free(nodes);
+		bb_free(nodes);
 	return err;
 }
 

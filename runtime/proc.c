@@ -255,6 +255,11 @@ static bb_p *pendget(bool *spin)
 	return pp;
 }
 
+bb_p *bb_pend_take(bool *spin)
+{
+	return pendget(spin);
+}
+
 /* Take a P as a dropping M (sched.lock not held): a pending one first, else
  * an idle one. The M holds it on return and is spinning, counted, if the P
  * came that way. NULL: none; the M stays dropping. */
@@ -317,10 +322,38 @@ void bb_stopm(void)
 void bb_startm_failed(bb_p *pp, bool spinning)
 {
 	bb_lock_acquire(&bb_sched_.lock);
+	bool inherit;
+	bb_g *gp;
+	while ((gp = bb_runqget(pp, &inherit)) != NULL)
+		bb_globrunqput(gp);
 	bb_pidleput(pp);
 	bb_lock_release(&bb_sched_.lock);
 	if (spinning)
 		atomic_fetch_sub_explicit(&bb_sched_.nmspinning, 1, memory_order_relaxed);
+}
+
+/* sched.lock held, for startm with no idle M: an M asleep in stoplockedm
+ * (or about to be) whose locked G waits in pp's queue or the global one,
+ * which could run nothing else, is the one to take pp (as startlockedm
+ * does), and no OS thread need be made for it; its G is off the queue
+ * then. The Gs of pp's queue looked at before it go to the tail. NULL if
+ * there is none: an unlocked G needs an M that may run anything. While a
+ * new OS thread is made for that one, these go on running: the thread that
+ * holds the lock of the program's malloc, which pthread_create needs, may
+ * be one of them. */
+static bb_m *locked_next(bb_p *pp)
+{
+	bool inherit;
+	for (uint32_t n = bb_runqlen(pp) + 1; n > 0; n--) {
+		bb_g *gp = bb_runqget(pp, &inherit);
+		if (gp == NULL)
+			break;
+		if (gp->lockedm != NULL)
+			return gp->lockedm;
+		bb_runqput(pp, gp, false);
+	}
+	bb_g *gp = bb_globrunq_take_locked(256);
+	return gp ? gp->lockedm : NULL;
 }
 
 /* Run some M on pp (or on an idle P if pp is NULL). spinning: the caller
@@ -345,6 +378,13 @@ void bb_startm(bb_p *pp, bool spinning)
 			bb_timer_kick_taken(taken);
 			return;
 		}
+		bb_m *lm = spinning ? NULL : locked_next(pp);
+		if (lm) {
+			bb_lock_release(&bb_sched_.lock);
+			lm->nextp = pp;
+			bb_notewakeup(&lm->park); /* it runs its locked G */
+			return;
+		}
 		if (bb_sched_.npend < bb_sched_.nmdropping) {
 			pp->pendspin = spinning;
 			pp->link = bb_sched_.pendp;
@@ -355,10 +395,8 @@ void bb_startm(bb_p *pp, bool spinning)
 		}
 		bb_lock_release(&bb_sched_.lock);
 		int saved = errno;
-		int err = bb_newm(pp, spinning);
+		bb_newm(pp, spinning);
 		errno = saved;
-		if (err != 0)
-			bb_startm_failed(pp, spinning);
 		return;
 	}
 	bb_lock_release(&bb_sched_.lock);
@@ -703,15 +741,27 @@ static void startlockedm(bb_g *gp)
 	bb_stopm();
 }
 
+static void m_lock(bb_m *mp, bb_g *gp)
+{
+	gp->lockedm = mp;
+	mp->lockedg = gp;
+	atomic_fetch_add_explicit(&bb_sched_.nmlocked, 1, memory_order_relaxed);
+}
+
+static void m_unlock(bb_m *mp, bb_g *gp)
+{
+	gp->lockedm = NULL;
+	mp->lockedg = NULL;
+	atomic_fetch_sub_explicit(&bb_sched_.nmlocked, 1, memory_order_relaxed);
+}
+
 /* on the G: lock it to its M (counted, as Go's LockOSThread) */
 void bb_lock_os_thread(void)
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
-	if (gp->lockcount++ == 0) {
-		gp->lockedm = mp;
-		mp->lockedg = gp;
-	}
+	if (gp->lockcount++ == 0)
+		m_lock(mp, gp);
 }
 
 /* On g0 of mp, about to run gp, which has no M of its own and kernel
@@ -732,10 +782,8 @@ void bb_adopt_kstate(bb_m *mp, bb_g *gp)
 	}
 	/* under the lock: a setter that finds lockedm set changes mp's OS
 	 * thread itself, one that does not leaves its state here */
-	if (gp->lockcount++ == 0) {
-		gp->lockedm = mp;
-		mp->lockedg = gp;
-	}
+	if (gp->lockcount++ == 0)
+		m_lock(mp, gp);
 	bb_lock_release(&gp->lock);
 	if (masksize)
 		bb_sys(SYS_sched_setaffinity, 0, masksize, mask);
@@ -747,10 +795,8 @@ void bb_unlock_os_thread(void)
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
-	if (gp->lockcount > 0 && --gp->lockcount == 0) {
-		gp->lockedm = NULL;
-		mp->lockedg = NULL;
-	}
+	if (gp->lockcount > 0 && --gp->lockcount == 0)
+		m_unlock(mp, gp);
 }
 
 /* One round of scheduling: find a G and run it. g0 only; never returns. */
@@ -1188,9 +1234,8 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 	/* unlock first: once a joiner runs it may free gp and a new G reuse it */
 	bool was_locked = gp->lockedm == mp;
 	if (was_locked) {
-		gp->lockedm = NULL;
 		gp->lockcount = 0;
-		mp->lockedg = NULL;
+		m_unlock(mp, gp);
 	}
 	/* nothing runs on its stack any more: the stack, and the TCB at its
 	 * top, are free for the next thread now, not at the join (the G is
@@ -1427,7 +1472,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		want = (want + 4095) & ~(size_t)4095;
 		if (!bb_stack_get(pp, gp, want + guardsize, guardsize)) {
 			if (bb_stackalloc(gp, want, guardsize, true) != 0) {
-				newproc_undo(pp, gp);
+				newproc_undo(bb_getm()->p, gp);
 				goto nomem;
 			}
 			fresh_tcb = gp->unit_tcb;
@@ -1437,13 +1482,18 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		if (gp->own_tcb == NULL) {
 			gp->own_tcb = bb_tcb_alloc();
 			if (gp->own_tcb == NULL) {
-				newproc_undo(pp, gp);
+				newproc_undo(bb_getm()->p, gp);
 				goto nomem;
 			}
 			fresh_tcb = true;
 		}
 		gp->tcb = gp->own_tcb;
 	}
+	/* ld.so allocated a new TCB's DTV with the program's malloc, which
+	 * may have waited (a parked G) or been preempted: this G may run on
+	 * another M and P now */
+	mp = bb_getm();
+	pp = mp->p;
 	if (pp->goidcache == pp->goidcacheend) {
 		pp->goidcache = (uint64_t)atomic_fetch_add_explicit(&bb_sched_.goidgen, BB_GOID_BATCH,
 								    memory_order_relaxed) + 1;
@@ -1485,7 +1535,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->kaffsize = 0; /* (its buffer stays for the next mask) */
 	if (attr->affinity) {
 		if (gp->kaff == NULL)
-			gp->kaff = malloc(BB_KAFF_MAX);
+			gp->kaff = bb_alloc(BB_KAFF_MAX);
 		if (gp->kaff == NULL) {
 			newproc_undo(pp, gp);
 			goto nomem;
@@ -1771,7 +1821,7 @@ int bb_sched_init(void)
 {
 	bb_sema_init();
 	bb_gomaxprocs = bb_cfg.maxprocs;
-	bb_allp = calloc((size_t)bb_gomaxprocs, sizeof *bb_allp);
+	bb_allp = bb_alloc((size_t)bb_gomaxprocs * sizeof *bb_allp);
 	if (bb_allp == NULL)
 		return -1;
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
@@ -1784,7 +1834,7 @@ int bb_sched_init(void)
 	/* M0: this OS thread. Its g0 gets a stack and a TCB of its own; the
 	 * thread's original stack and TCB stay with main, which becomes G1. */
 	bb_m *m0 = bb_allocm();
-	bb_g *g1 = calloc(1, sizeof *g1);
+	bb_g *g1 = bb_alloc(sizeof *g1);
 	void *g0stack = mmap(NULL, g0_stacksize, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (m0 == NULL || g1 == NULL || g0stack == MAP_FAILED)

@@ -229,6 +229,28 @@ static bb_g *globrunqpop(void)
 	return gp;
 }
 
+/* The first G in the global queue that is locked to an M, taken out of
+ * it (at most max looked at), or NULL. */
+bb_g *bb_globrunq_take_locked(int32_t max)
+{
+	bb_g *prev = NULL;
+	for (bb_g *gp = bb_sched_.runqhead; gp && max-- > 0; prev = gp, gp = gp->schedlink) {
+		if (gp->lockedm == NULL)
+			continue;
+		if (prev)
+			prev->schedlink = gp->schedlink;
+		else
+			bb_sched_.runqhead = gp->schedlink;
+		if (bb_sched_.runqtail == gp)
+			bb_sched_.runqtail = prev;
+		gp->schedlink = NULL;
+		atomic_store_explicit(&bb_sched_.runqsize, bb_sched_.runqsize - 1,
+				      memory_order_relaxed);
+		return gp;
+	}
+	return NULL;
+}
+
 /* Take a fair share of the global queue: one G to run now, the rest (up to
  * max if max > 0, and at most half a ring) into pp's ring. */
 bb_g *bb_globrunqget(bb_p *pp, int32_t max)

@@ -398,6 +398,7 @@ typedef struct bb_sched {
 	bb_p *pendp;
 	_Atomic int32_t mcount;     /* Ms created (less those that ended with their locked G) */
 	_Atomic int32_t mpeak;      /* the most Ms at once (BOBBIN_STATS) */
+	_Atomic int32_t nmlocked;   /* Ms with a locked G (a spare M is kept for the rest) */
 	int32_t maxmcount;
 	/* idle Ps: sched.lock for the list, atomic for the count */
 	bb_p *pidle;
@@ -548,6 +549,7 @@ uint32_t bb_runqlen(bb_p *pp);
 void bb_globrunqput(bb_g *gp);           /* sched.lock held */
 void bb_globrunqputbatch(bb_g *head, bb_g *tail, int32_t n); /* sched.lock held */
 bb_g *bb_globrunqget(bb_p *pp, int32_t max); /* sched.lock held */
+bb_g *bb_globrunq_take_locked(int32_t max); /* sched.lock held */
 void bb_p_init(bb_p *pp, int32_t id);
 
 /* ---- proc.c ---- */
@@ -622,8 +624,14 @@ void bb_unlock_os_thread(void);
 extern bb_m *bb_allm[BB_ALLM_MAX];
 extern _Atomic int32_t bb_nallm;
 bb_m *bb_allocm(void);
+void *bb_alloc(size_t n);            /* mem.c: zeroed; never the program's malloc */
+void *bb_realloc(void *p, size_t n);
+void bb_free(void *p);
+void bb_mem_forkchild(void);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
-int bb_newm(bb_p *pp, bool spinning);
+void bb_newm(bb_p *pp, bool spinning);
+bb_m *bb_sysmon_m(void); /* sysmon's M, or NULL */
+extern _Atomic int32_t bb_nosstarting;
 void bb_kstate_begin(void);   /* on a G about to give its OS thread such state */
 /* Per-thread security state (capset, prctl's keep-caps, secure bits,
  * bounding and ambient sets, no_new_privs) the process's only thread
@@ -651,6 +659,7 @@ void bb_stopm(void);
 void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with a P */
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);
 void bb_drop_end(bb_m *mp);
+bb_p *bb_pend_take(bool *spin); /* sched.lock held: a pending P, or NULL */
 void bb_drop_begin(bb_m *mp);
 void bb_startm(bb_p *pp, bool spinning);
 void bb_m_on_thread_start(bb_m *mp);

@@ -943,6 +943,13 @@ static void *sysmon(void *arg)
 	return NULL;
 }
 
+static bb_m *sysmon_mp;
+
+bb_m *bb_sysmon_m(void)
+{
+	return sysmon_mp;
+}
+
 void bb_sysmon_start(void)
 {
 	/* a fork child's own (the parent's is shared with it) */
@@ -950,10 +957,11 @@ void bb_sysmon_start(void)
 		bb_rawsyscall6(SYS_close, kickfd, 0, 0, 0, 0, 0);
 	kickfd = bb_fd_out_of_way(
 		(int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0));
-	pd = calloc((size_t)bb_gomaxprocs, sizeof *pd);
+	pd = bb_alloc((size_t)bb_gomaxprocs * sizeof *pd);
 	bb_m *mp = bb_allocm();
 	if (mp)
 		mp->presig_state = 2; /* blocks every signal */
+	sysmon_mp = mp;
 	sigwatch_init();
 	if (pd == NULL || mp == NULL) {
 		bb_printf("bobbin: no memory for sysmon; blocked system calls keep their P\n");

@@ -104,7 +104,7 @@ bool bb_addtimer(bb_timer *t)
 	bb_lock_acquire(&pp->timerslock);
 	if (pp->ntimers == pp->timerscap) {
 		int cap = pp->timerscap ? pp->timerscap * 2 : 64;
-		bb_timerslot *h = realloc(pp->timers, (size_t)cap * sizeof *h);
+		bb_timerslot *h = bb_realloc(pp->timers, (size_t)cap * sizeof *h);
 		if (h == NULL) {
 			bb_lock_release(&pp->timerslock);
 			return false;

@@ -191,12 +191,12 @@ void bb_trace_init(void)
 	const char *p = getenv("BOBBIN_TRACE");
 	if (p == NULL || *p == '\0')
 		return;
-	prings = calloc((size_t)bb_gomaxprocs, sizeof *prings);
-	sysring = calloc(BB_TRACE_RING, sizeof *sysring);
+	prings = bb_alloc((size_t)bb_gomaxprocs * sizeof *prings);
+	sysring = bb_alloc(BB_TRACE_RING * sizeof *sysring);
 	if (prings == NULL || sysring == NULL)
 		goto nomem;
 	for (int32_t i = 0; i < bb_gomaxprocs; i++) {
-		prings[i].ev = calloc(BB_TRACE_RING, sizeof(trev));
+		prings[i].ev = bb_alloc(BB_TRACE_RING * sizeof(trev));
 		if (prings[i].ev == NULL)
 			goto nomem;
 	}

@@ -53,7 +53,7 @@ static bb_fdesc *desc_new(bool user_nb, bool forced)
 		desc_free = d->next_free;
 	bb_lock_release(&desc_lock);
 	if (d == NULL)
-		d = malloc(sizeof *d);
+		d = bb_alloc(sizeof *d);
 	if (d) {
 		atomic_store(&d->refs, 1);
 		atomic_store(&d->user_nonblock, user_nb);

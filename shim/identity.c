@@ -121,7 +121,7 @@ static void fill_mask(bb_g *gp, const void *arg)
 {
 	const struct mask_arg *m = arg;
 	if (gp->kaff == NULL)
-		gp->kaff = malloc(BB_KAFF_MAX);
+		gp->kaff = bb_alloc(BB_KAFF_MAX);
 	if (gp->kaff == NULL)
 		return; /* (then nothing is asked for: kaffsize stays) */
 	gp->kaffsize = m->size < BB_KAFF_MAX ? m->size : BB_KAFF_MAX;

@@ -84,8 +84,8 @@ static int wait_pollfds(const struct pollfd *fds, nfds_t n, int64_t deadline)
 		return EPERM;
 	int stackfd[32] = {0}; /* (quiets a false maybe-uninitialized) */
 	short stackev[32] = {0};
-	int *fd = n <= 32 ? stackfd : malloc(n * sizeof *fd);
-	short *ev = n <= 32 ? stackev : malloc(n * sizeof *ev);
+	int *fd = n <= 32 ? stackfd : bb_alloc(n * sizeof *fd);
+	short *ev = n <= 32 ? stackev : bb_alloc(n * sizeof *ev);
 	int err = EPERM;
 	if (fd && ev) {
 		for (nfds_t i = 0; i < n; i++) {
@@ -95,9 +95,9 @@ static int wait_pollfds(const struct pollfd *fds, nfds_t n, int64_t deadline)
 		err = bb_netpoll_wait_many(fd, ev, (int)n, deadline);
 	}
 	if (fd != stackfd)
-		free(fd);
+		bb_free(fd);
 	if (ev != stackev)
-		free(ev);
+		bb_free(ev);
 	return err;
 }
 
@@ -189,7 +189,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 		if (deadline != 0 && bb_nanotime() >= deadline)
 			return 0;
 		struct pollfd stackp[64];
-		struct pollfd *p = nfds <= 64 ? stackp : malloc((size_t)nfds * sizeof *p);
+		struct pollfd *p = nfds <= 64 ? stackp : bb_alloc((size_t)nfds * sizeof *p);
 		if (p == NULL) {
 			errno = ENOMEM;
 			return -1;
@@ -213,7 +213,7 @@ static int select_until(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadl
 		bb_getg()->sig_ran = false;
 		int err = wait_pollfds(p, n, deadline);
 		if (p != stackp)
-			free(p);
+			bb_free(p);
 		if (handler_ran())
 			return -1;
 		if (r)

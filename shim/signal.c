@@ -248,7 +248,7 @@ static bool default_ignores(int sig)
 static bool sigq_add(bb_g *gp, int sig, uint64_t value)
 {
 	if (gp->sigq == NULL)
-		gp->sigq = calloc(SIGQ_MAX, sizeof *gp->sigq); /* kept with the G */
+		gp->sigq = bb_alloc(SIGQ_MAX * sizeof *gp->sigq); /* kept with the G */
 	if (gp->sigq == NULL || gp->nsigq >= SIGQ_MAX)
 		return false;
 	gp->sigq[gp->nsigq++] = (struct bb_sigq){sig, value};

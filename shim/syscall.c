@@ -27,7 +27,11 @@ static bool futex_still(void *addr, void *arg)
 	return *(volatile uint32_t *)addr == (uint32_t)(uintptr_t)arg;
 }
 
-static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+/* Threads of bobbin's outside any G in a private futex wait through
+ * syscall() right now (see FUTEX_WAKE) */
+static _Atomic int32_t os_waiters;
+
+static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts, long val3)
 {
 	int cmd = op & FUTEX_CMD_MASK;
 	int64_t deadline = 0;
@@ -68,12 +72,24 @@ static long futex(uint32_t *uaddr, int op, uint32_t val, const struct timespec *
 		}
 	case FUTEX_WAKE:
 	case FUTEX_WAKE_BITSET: {
-		int n = bb_sema_wake(uaddr, (int)(val > 0x7fffffff ? 0x7fffffff : val));
-		/* a thread bobbin did not make may wait in the kernel */
+		/* bobbin's own code outside a G (pthread_create on an M's g0 or
+		 * on sysmon, in the program's malloc) waits in the kernel: it
+		 * goes first, the green thread woken instead might need the M
+		 * it is making */
 		long k = 0;
-		if ((uint32_t)n < val)
-			k = bb_rawsyscall6(SYS_futex, (long)uaddr, op, val - (uint32_t)n, 0, 0, 0);
-		return n + (k > 0 ? k : 0);
+		if (atomic_load_explicit(&os_waiters, memory_order_seq_cst) > 0)
+			k = bb_rawsyscall6(SYS_futex, (long)uaddr, op, val, 0, 0, val3);
+		uint32_t woke = k > 0 ? (uint32_t)k : 0;
+		if (woke >= val)
+			return woke;
+		int n = bb_sema_wake(uaddr, (int)(val - woke > 0x7fffffff ? 0x7fffffff : val - woke));
+		woke += (uint32_t)n;
+		/* a thread bobbin did not make may wait in the kernel */
+		if (woke < val && k == 0) {
+			k = bb_rawsyscall6(SYS_futex, (long)uaddr, op, val - woke, 0, 0, val3);
+			woke += k > 0 ? (uint32_t)k : 0;
+		}
+		return woke;
 	}
 	}
 	return -2; /* not handled here */
@@ -229,12 +245,28 @@ BB_EXPORT long syscall(long n, ...)
 	long io;
 	if (io_call(&io, n, a1, a2, a3, a4, a5, a6))
 		return io;
+	/* a wake from bobbin's own code outside any G (glibc's pthread_create
+	 * on an M's g0 or on sysmon allocates with the program's malloc, and
+	 * unlocks its lock): green threads may wait on that word too */
+	if (n == SYS_futex && (a2 & FUTEX_PRIVATE_FLAG) && bb_active && bb_tls_m && !bb_on_g() &&
+	    ((a2 & FUTEX_CMD_MASK) == FUTEX_WAKE || (a2 & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET))
+		return futex((uint32_t *)a1, (int)a2, (uint32_t)a3, NULL, a6);
+	if (n == SYS_futex && (a2 & FUTEX_PRIVATE_FLAG) && bb_active && bb_tls_m && !bb_on_g()) {
+		atomic_fetch_add_explicit(&os_waiters, 1, memory_order_seq_cst);
+		long r = bb_rawsyscall6(n, a1, a2, a3, a4, a5, a6);
+		atomic_fetch_sub_explicit(&os_waiters, 1, memory_order_relaxed);
+		if (r < 0 && r > -4096) {
+			errno = (int)-r;
+			return -1;
+		}
+		return r;
+	}
 	if (bb_on_g()) {
 		switch (n) {
 		case SYS_futex:
 			if (a2 & FUTEX_PRIVATE_FLAG) {
 				long r = futex((uint32_t *)a1, (int)a2, (uint32_t)a3,
-					       (const struct timespec *)a4);
+					       (const struct timespec *)a4, a6);
 				if (r != -2)
 					return r;
 			}
