@@ -343,16 +343,22 @@ void bb_startm_failed(bb_p *pp, bool spinning)
  * be one of them. */
 static bb_m *locked_next(bb_p *pp)
 {
+	/* not with timers of pp's due (an M must run them: schedule), nor
+	 * for a G of the caller's own (it was preempted: the others' turn) */
+	int64_t t0 = atomic_load_explicit(&pp->timer0when, memory_order_acquire);
+	if (t0 != 0 && t0 <= bb_nanotime())
+		return NULL;
+	bb_m *self = bb_self_m();
 	bool inherit;
 	for (uint32_t n = bb_runqlen(pp) + 1; n > 0; n--) {
 		bb_g *gp = bb_runqget(pp, &inherit);
 		if (gp == NULL)
 			break;
-		if (gp->lockedm != NULL)
+		if (gp->lockedm != NULL && gp->lockedm != self)
 			return gp->lockedm;
 		bb_runqput(pp, gp, false);
 	}
-	bb_g *gp = bb_globrunq_take_locked(256);
+	bb_g *gp = bb_globrunq_take_locked(256, self);
 	return gp ? gp->lockedm : NULL;
 }
 

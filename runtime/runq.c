@@ -229,13 +229,13 @@ static bb_g *globrunqpop(void)
 	return gp;
 }
 
-/* The first G in the global queue that is locked to an M, taken out of
- * it (at most max looked at), or NULL. */
-bb_g *bb_globrunq_take_locked(int32_t max)
+/* The first G in the global queue that is locked to an M other than
+ * notm, taken out of it (at most max looked at), or NULL. */
+bb_g *bb_globrunq_take_locked(int32_t max, const bb_m *notm)
 {
 	bb_g *prev = NULL;
 	for (bb_g *gp = bb_sched_.runqhead; gp && max-- > 0; prev = gp, gp = gp->schedlink) {
-		if (gp->lockedm == NULL)
+		if (gp->lockedm == NULL || gp->lockedm == notm)
 			continue;
 		if (prev)
 			prev->schedlink = gp->schedlink;

@@ -549,7 +549,7 @@ uint32_t bb_runqlen(bb_p *pp);
 void bb_globrunqput(bb_g *gp);           /* sched.lock held */
 void bb_globrunqputbatch(bb_g *head, bb_g *tail, int32_t n); /* sched.lock held */
 bb_g *bb_globrunqget(bb_p *pp, int32_t max); /* sched.lock held */
-bb_g *bb_globrunq_take_locked(int32_t max); /* sched.lock held */
+bb_g *bb_globrunq_take_locked(int32_t max, const bb_m *notm); /* sched.lock held */
 void bb_p_init(bb_p *pp, int32_t id);
 
 /* ---- proc.c ---- */
