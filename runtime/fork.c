@@ -16,6 +16,8 @@
  */
 #include "runtime.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 
@@ -144,7 +146,48 @@ static void child(void)
 			bb_allm[i]->tid = 0;
 }
 
+/* bobbin's prepare handler must run after every other (glibc runs them
+ * last-registered first): it takes the scheduler's locks, and a program's
+ * handler run after it, with them held, that is preempted or waits for a
+ * thread (Chromium's PartitionAlloc takes its allocator's lock) left the
+ * forking thread's M waiting for ever on sched.lock. A program's handler
+ * may be registered before bobbin starts (PartitionAlloc's, at its first
+ * malloc, from ld.so's start-up): so every registration goes through
+ * here, and bobbin's handlers are registered before the first one. */
+typedef int (*register_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle;
+
+static register_fn real_register(void)
+{
+	static _Atomic(register_fn) real;
+	register_fn r = atomic_load_explicit(&real, memory_order_acquire);
+	if (r == NULL) {
+		r = (register_fn)dlsym(RTLD_NEXT, "__register_atfork");
+		atomic_store_explicit(&real, r, memory_order_release);
+	}
+	return r;
+}
+
+static int register_ours_first(register_fn r)
+{
+	static _Atomic int done;
+	if (r == NULL || atomic_exchange(&done, 1))
+		return 0;
+	return r(prepare, parent, child, &__dso_handle);
+}
+
+__attribute__((visibility("default"))) int __register_atfork(void (*prep)(void),
+							      void (*par)(void),
+							      void (*chi)(void), void *dso)
+{
+	register_fn r = real_register();
+	if (r == NULL)
+		return ENOMEM;
+	register_ours_first(r);
+	return r(prep, par, chi, dso);
+}
+
 void bb_fork_init(void)
 {
-	pthread_atfork(prepare, parent, child);
+	register_ours_first(real_register());
 }
