@@ -153,7 +153,8 @@ static void child(void)
  * forking thread's M waiting for ever on sched.lock. A program's handler
  * may be registered before bobbin starts (PartitionAlloc's, at its first
  * malloc, from ld.so's start-up): so every registration goes through
- * here, and bobbin's handlers are registered before the first one. */
+ * here (the library's __register_atfork), and bobbin's handlers are
+ * registered before the first one. */
 typedef int (*register_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
 extern void *__dso_handle;
 
@@ -176,9 +177,8 @@ static int register_ours_first(register_fn r)
 	return r(prepare, parent, child, &__dso_handle);
 }
 
-__attribute__((visibility("default"))) int __register_atfork(void (*prep)(void),
-							      void (*par)(void),
-							      void (*chi)(void), void *dso)
+/* glibc's __register_atfork, bobbin's handlers first (shim/exec.c exports it) */
+int bb_register_atfork(void (*prep)(void), void (*par)(void), void (*chi)(void), void *dso)
 {
 	register_fn r = real_register();
 	if (r == NULL)

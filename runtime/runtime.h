@@ -628,6 +628,7 @@ void *bb_alloc(size_t n);            /* mem.c: zeroed; never the program's mallo
 void *bb_realloc(void *p, size_t n);
 void bb_free(void *p);
 void bb_mem_forkchild(void);
+int bb_register_atfork(void (*prep)(void), void (*par)(void), void (*chi)(void), void *dso);
 int bb_start_os_thread(void *(*fn)(void *), void *arg, size_t stacksize);
 void bb_newm(bb_p *pp, bool spinning);
 bb_m *bb_sysmon_m(void); /* sysmon's M, or NULL */

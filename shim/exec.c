@@ -238,3 +238,10 @@ BB_EXPORT FILE *popen(const char *cmd, const char *mode)
 		bb_fd_forget(fileno(f));
 	return f;
 }
+
+/* every fork handler registration (pthread_atfork calls it): bobbin's own
+ * handlers go first in glibc's list, so its prepare runs last (fork.c) */
+BB_EXPORT int __register_atfork(void (*prep)(void), void (*par)(void), void (*chi)(void), void *dso)
+{
+	return bb_register_atfork(prep, par, chi, dso);
+}
