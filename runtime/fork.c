@@ -82,7 +82,6 @@ static void child(void)
 	bb_sched_.npend = 0;
 	bb_sched_.pendp = NULL;
 	mp->dropping = false;
-	atomic_store(&bb_sched_.nmlocked, mp->lockedg ? 1 : 0);
 	atomic_store(&bb_sched_.mcount, 1);
 	atomic_store(&bb_sched_.mpeak, 1);
 	atomic_store(&bb_sched_.nmspinning, 0);

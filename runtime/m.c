@@ -393,8 +393,7 @@ static void cred_restore_m0(void)
 }
 
 static _Atomic(bb_m *) newmq;
-static void start_m(bb_m *mp);
-static void start_m_on(bb_m *mp, bool on_g);
+static void start_m(bb_m *mp, bool on_g);
 
 /* sysmon starts mp after its next nap (it empties the list after every
  * nap, kicked or not) */
@@ -431,10 +430,7 @@ void bb_newm(bb_p *pp, bool spinning)
 	}
 	bb_lock_acquire(&bb_sched_.lock);
 	bb_drop_begin(mp);
-	pp->pendspin = spinning;
-	pp->link = bb_sched_.pendp;
-	bb_sched_.pendp = pp;
-	bb_sched_.npend++;
+	bb_pend_put(pp, spinning);
 	bb_lock_release(&bb_sched_.lock);
 	bb_m *self = bb_self_m();
 	/* a new thread would inherit what a locked G set on ours; and an M
@@ -444,9 +440,8 @@ void bb_newm(bb_p *pp, bool spinning)
 	    bb_sysmon_runs())
 		queue_m(mp);
 	else
-		start_m(mp);
+		start_m(mp, false);
 }
-
 
 /* Ms to start from sysmon's thread, which has the state the process
  * started with: a G that changes its own thread's nice value, I/O priority
@@ -455,12 +450,8 @@ void bb_newm(bb_p *pp, bool spinning)
  * threads'). sysmon is started before the first such change. */
 
 /* mstart takes a mask once its gs base is set (a handler may look at the M) */
-static void start_m(bb_m *mp)
-{
-	start_m_on(mp, false);
-}
-
-static void start_m_on(bb_m *mp, bool on_g)
+/* on_g: see start_os_thread */
+static void start_m(bb_m *mp, bool on_g)
 {
 	/* its OS thread inherits the security state of the thread that
 	 * starts it (sysmon, for a queued M) */
@@ -487,7 +478,7 @@ void bb_start_queued_ms(void)
 	bb_m *mp = atomic_exchange(&newmq, NULL);
 	while (mp) {
 		bb_m *next = mp->newmlink;
-		start_m(mp);
+		start_m(mp, false);
 		mp = next;
 	}
 }
@@ -512,7 +503,7 @@ static void spare_before_lock(void)
 		bb_drop_begin(mp); /* it goes idle once it runs (mstart) */
 	bb_lock_release(&bb_sched_.lock);
 	if (mp)
-		start_m_on(mp, true);
+		start_m(mp, true);
 }
 
 void bb_kstate_begin(void)

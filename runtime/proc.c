@@ -260,6 +260,16 @@ bb_p *bb_pend_take(bool *spin)
 	return pendget(spin);
 }
 
+/* sched.lock held: pp left for a dropping M (npend <= nmdropping kept by
+ * the caller); spinning: it comes with a spinning M counted */
+void bb_pend_put(bb_p *pp, bool spinning)
+{
+	pp->pendspin = spinning;
+	pp->link = bb_sched_.pendp;
+	bb_sched_.pendp = pp;
+	bb_sched_.npend++;
+}
+
 /* Take a P as a dropping M (sched.lock not held): a pending one first, else
  * an idle one. The M holds it on return and is spinning, counted, if the P
  * came that way. NULL: none; the M stays dropping. */
@@ -392,10 +402,7 @@ void bb_startm(bb_p *pp, bool spinning)
 			return;
 		}
 		if (bb_sched_.npend < bb_sched_.nmdropping) {
-			pp->pendspin = spinning;
-			pp->link = bb_sched_.pendp;
-			bb_sched_.pendp = pp;
-			bb_sched_.npend++;
+			bb_pend_put(pp, spinning);
 			bb_lock_release(&bb_sched_.lock);
 			return;
 		}
@@ -747,27 +754,15 @@ static void startlockedm(bb_g *gp)
 	bb_stopm();
 }
 
-static void m_lock(bb_m *mp, bb_g *gp)
-{
-	gp->lockedm = mp;
-	mp->lockedg = gp;
-	atomic_fetch_add_explicit(&bb_sched_.nmlocked, 1, memory_order_relaxed);
-}
-
-static void m_unlock(bb_m *mp, bb_g *gp)
-{
-	gp->lockedm = NULL;
-	mp->lockedg = NULL;
-	atomic_fetch_sub_explicit(&bb_sched_.nmlocked, 1, memory_order_relaxed);
-}
-
 /* on the G: lock it to its M (counted, as Go's LockOSThread) */
 void bb_lock_os_thread(void)
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
-	if (gp->lockcount++ == 0)
-		m_lock(mp, gp);
+	if (gp->lockcount++ == 0) {
+		gp->lockedm = mp;
+		mp->lockedg = gp;
+	}
 }
 
 /* On g0 of mp, about to run gp, which has no M of its own and kernel
@@ -788,8 +783,10 @@ void bb_adopt_kstate(bb_m *mp, bb_g *gp)
 	}
 	/* under the lock: a setter that finds lockedm set changes mp's OS
 	 * thread itself, one that does not leaves its state here */
-	if (gp->lockcount++ == 0)
-		m_lock(mp, gp);
+	if (gp->lockcount++ == 0) {
+		gp->lockedm = mp;
+		mp->lockedg = gp;
+	}
 	bb_lock_release(&gp->lock);
 	if (masksize)
 		bb_sys(SYS_sched_setaffinity, 0, masksize, mask);
@@ -801,8 +798,10 @@ void bb_unlock_os_thread(void)
 {
 	bb_m *mp = bb_getm();
 	bb_g *gp = mp->curg;
-	if (gp->lockcount > 0 && --gp->lockcount == 0)
-		m_unlock(mp, gp);
+	if (gp->lockcount > 0 && --gp->lockcount == 0) {
+		gp->lockedm = NULL;
+		mp->lockedg = NULL;
+	}
 }
 
 /* One round of scheduling: find a G and run it. g0 only; never returns. */
@@ -1240,8 +1239,9 @@ static bool g_dead(bb_m *mp, bb_g *gp)
 	/* unlock first: once a joiner runs it may free gp and a new G reuse it */
 	bool was_locked = gp->lockedm == mp;
 	if (was_locked) {
+		gp->lockedm = NULL;
 		gp->lockcount = 0;
-		m_unlock(mp, gp);
+		mp->lockedg = NULL;
 	}
 	/* nothing runs on its stack any more: the stack, and the TCB at its
 	 * top, are free for the next thread now, not at the join (the G is

@@ -398,7 +398,6 @@ typedef struct bb_sched {
 	bb_p *pendp;
 	_Atomic int32_t mcount;     /* Ms created (less those that ended with their locked G) */
 	_Atomic int32_t mpeak;      /* the most Ms at once (BOBBIN_STATS) */
-	_Atomic int32_t nmlocked;   /* Ms with a locked G (a spare M is kept for the rest) */
 	int32_t maxmcount;
 	/* idle Ps: sched.lock for the list, atomic for the count */
 	bb_p *pidle;
@@ -661,6 +660,7 @@ void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with 
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);
 void bb_drop_end(bb_m *mp);
 bb_p *bb_pend_take(bool *spin); /* sched.lock held: a pending P, or NULL */
+void bb_pend_put(bb_p *pp, bool spinning); /* sched.lock held */
 void bb_drop_begin(bb_m *mp);
 void bb_startm(bb_p *pp, bool spinning);
 void bb_m_on_thread_start(bb_m *mp);
