@@ -42,6 +42,25 @@ int bb_epfd = -1, bb_breakfd = -1;
 _Atomic int32_t bb_netpoll_waiters; /* Gs parked on readiness */
 _Atomic int64_t bb_lastpoll;        /* last epoll_wait (ns), 0 while one blocks */
 
+/* Edges carry the epoch of the poll that found them: each epoll_wait that
+ * returns events takes the next epoch, and every fd it reports keeps it
+ * per direction (pd->edge). A G notes the epoch before it tries a call
+ * (gp->polllook: bb_netpoll_look, and again whenever a wait ends); when
+ * the call would block, it parks only if no edge of that fd and direction
+ * has a later epoch, which may be for data that came after its try.
+ * Every G that looked before an edge sees it (four threads polling one
+ * pipe: the edge of the last bytes woke three, and the fourth, which
+ * looked before it and linked after, must not sleep with its byte
+ * unread), and the G an edge woke does not take it again as a reason to
+ * retry (a latch set by every edge cost each wait on a pipe one more
+ * read that failed). */
+static _Atomic uint64_t poll_epoch = 1;
+
+void bb_netpoll_look(void)
+{
+	bb_getg()->polllook = atomic_load(&poll_epoch);
+}
+
 static int netpoll_init(void)
 {
 	if (atomic_load_explicit(&inited, memory_order_acquire))
@@ -287,9 +306,8 @@ static int session_wait(bb_pollnode *nodes, int n, int64_t deadline)
 		nd->linked = false;
 		bb_pd *pd = nd->pd;
 		bb_lock_acquire(&pd->lock);
-		if (pd->seq != nd->seq || pd->ready[nd->mode]) {
-			/* closed meanwhile, or an edge came before we were linked */
-			pd->ready[nd->mode] = false;
+		if (pd->seq != nd->seq || pd->edge[nd->mode] > gp->polllook) {
+			/* closed meanwhile, or an edge came since we looked */
 			bb_lock_release(&pd->lock);
 			claim(gp, ticket);
 			break;
@@ -321,11 +339,12 @@ static int session_wait(bb_pollnode *nodes, int n, int64_t deadline)
 			node_unlink(nd);
 		bb_lock_release(&nd->pd->lock);
 	}
+	bb_netpoll_look(); /* the caller tries again after this */
 	return (atomic_load(&gp->pollticket) & PT_TIMEDOUT) ? ETIMEDOUT : 0;
 }
 
 /* prepare a node for fd/mode: 0, EBADF, EPERM (never waits: always ready),
- * or EAGAIN (the ready latch was set: consumed, go retry) */
+ * or EAGAIN (an edge came since the G looked: look again and retry) */
 static int node_prepare(bb_pollnode *nd, int fd, int mode)
 {
 	nd->pd = NULL;
@@ -334,10 +353,8 @@ static int node_prepare(bb_pollnode *nd, int fd, int mode)
 		return EBADF;
 	bb_lock_acquire(&pd->lock);
 	int err = ensure_registered(pd);
-	if (err == 0 && pd->ready[mode]) {
-		pd->ready[mode] = false;
+	if (err == 0 && pd->edge[mode] > bb_getg()->polllook)
 		err = EAGAIN;
-	}
 	if (err == 0) {
 		nd->pd = pd;
 		nd->seq = pd->seq;
@@ -358,8 +375,10 @@ int bb_netpoll_wait(int fd, int mode, int64_t deadline)
 		return ETIMEDOUT;
 	bb_pollnode nd;
 	int err = node_prepare(&nd, fd, mode);
-	if (err == EAGAIN)
+	if (err == EAGAIN) {
+		bb_netpoll_look();
 		return 0;
+	}
 	if (err)
 		return err;
 	uint32_t seq = nd.seq;
@@ -408,8 +427,10 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 				k++;
 		}
 	}
-	if (err == EAGAIN || err == EBADF)
+	if (err == EAGAIN || err == EBADF) {
 		err = 0; /* something to report at once: let the kernel say what */
+		bb_netpoll_look();
+	}
 	else if (err == 0)
 		err = session_wait(nodes, k, deadline);
 	if (nodes != stackn)
@@ -442,7 +463,7 @@ void bb_netpoll_close(int fd)
 		bb_rawsyscall6(SYS_epoll_ctl, bb_epfd, EPOLL_CTL_DEL, fd, 0, 0, 0);
 	pd->registered = false;
 	pd->seq++;
-	pd->ready[0] = pd->ready[1] = false;
+	pd->edge[0] = pd->edge[1] = 0;
 	fire(pd, 0, &list);
 	fire(pd, 1, &list);
 	pd->known = false; /* the number may be reused for another kind of file */
@@ -530,6 +551,7 @@ bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask)
 		n = bb_rawsyscall6(SYS_epoll_pwait, bb_epfd, (long)evs, 128, ms, (long)mask, 8);
 	}
 	atomic_store_explicit(&bb_lastpoll, bb_nanotime(), memory_order_relaxed);
+	uint64_t epoch = n > 0 ? atomic_fetch_add(&poll_epoch, 1) + 1 : 0;
 	bb_g *list = NULL;
 	int before = *count;
 	for (long i = 0; i < n; i++) {
@@ -555,15 +577,10 @@ bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask)
 		for (int mode = 0; mode < 2; mode++) {
 			if (!(mode ? wr : rd))
 				continue;
+			/* (also when it wakes the Gs linked: see poll_epoch) */
+			pd->edge[mode] = epoch;
 			if (pd->waiters[mode])
 				*count += fire(pd, mode, &list);
-			/* also when it woke the Gs linked: one that looked at the
-			 * fd before this edge and links after it must see it
-			 * (four threads polling one pipe: the edge of the last
-			 * bytes woke three, the fourth slept for ever with its
-			 * byte unread). The next G to link consumes it, and at
-			 * worst looks once more. */
-			pd->ready[mode] = true;
 		}
 		bb_lock_release(&pd->lock);
 	}
@@ -641,8 +658,8 @@ void bb_netpoll_forkchild(void)
 				atomic_store(&pd->lock.key, 0);
 			if (pd->registered)
 				pd->registered = false;
-			if (pd->ready[0] || pd->ready[1])
-				pd->ready[0] = pd->ready[1] = false;
+			if (pd->edge[0] || pd->edge[1])
+				pd->edge[0] = pd->edge[1] = 0;
 			if (pd->waiters[0] || pd->waiters[1])
 				pd->waiters[0] = pd->waiters[1] = NULL;
 		}

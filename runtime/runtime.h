@@ -194,6 +194,7 @@ struct bb_g {
 	bool timedout;       /* set by the timer under the bucket lock */
 	bool handoff;        /* woken by bb_sema_wake_handoff: under the bucket lock */
 	_Atomic uintptr_t pollticket; /* the netpoll wait session: CAS to 0 by its waker */
+	uint64_t polllook;            /* bb_poll_epoch when it last looked at an fd (netpoll.c) */
 	int64_t waitsince;   /* when it last parked (for dumps) */
 	/* what the parked G waits in, so pthread_cancel can interrupt it
 	 * (bb_interrupt); set by the waiting G before it parks */
@@ -748,7 +749,7 @@ struct bb_pd {
 	int fd;
 	uint32_t seq;        /* bumped on close: events of the old file are dropped */
 	bool registered;     /* in the epoll set */
-	bool ready[2];       /* edge seen with no waiter: read, write */
+	uint64_t edge[2];    /* bb_poll_epoch of the last edge: read, write (0: none) */
 	bb_pollnode *waiters[2]; /* Gs waiting to read, to write */
 	/* the program's view (shim/fd.c), written by the G using the fd */
 	bool known;          /* kind and desc below are valid */
@@ -796,6 +797,7 @@ bool bb_netpoll_inited(void);
 bb_pd *bb_pd_get(int fd);
 bb_pd *bb_pd_peek(int fd);
 int bb_netpoll_wait(int fd, int mode, int64_t deadline);
+void bb_netpoll_look(void); /* before trying a call that may then wait on readiness */
 int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t deadline);
 void bb_netpoll_close(int fd);
 void bb_netpoll_break(void);

@@ -258,6 +258,7 @@ static ssize_t do_io_call(ioreq *r)
 		 * deadline (SO_RCVTIMEO) */
 		if (!BB_PD_FORCED(pd) && deadline == 0 && bb_alone())
 			return kick_peer(pd, r, blocking_call(r));
+		bb_netpoll_look();
 		ssize_t n = attempt(pd, r);
 		if (n < 0 && errno == ENOTSOCK && pd->kind == BB_FD_SOCKET) {
 			/* the number was closed and is another file now, and
