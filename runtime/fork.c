@@ -84,6 +84,9 @@ static void child(void)
 	mp->dropping = false;
 	atomic_store(&bb_sched_.mcount, 1);
 	atomic_store(&bb_sched_.mpeak, 1);
+	bb_leader_m = mp; /* the child's initial thread */
+	if (atomic_load(&bb_retiring))
+		atomic_store(&bb_retiring, false);
 	atomic_store(&bb_sched_.nmspinning, 0);
 	atomic_store(&bb_sched_.timersleeper, NULL);
 	atomic_store(&bb_sched_.timerwake, 0);

@@ -34,15 +34,31 @@ bb_m *bb_allm[BB_ALLM_MAX];
 bb_m bb_nom = {.self = &bb_nom};
 _Atomic int32_t bb_nallm;
 
+/* the records of Ms whose OS threads ended (bb_m_end), for the next Ms:
+ * each keeps its place in allm and its alternate signal stack */
+static bb_lock mfree_lock;
+static bb_m *mfree;
+
 bb_m *bb_allocm(void)
 {
-	/* (not the program's malloc: mem.c) */
-	bb_m *mp = bb_alloc(sizeof *mp);
-	if (mp == NULL)
-		return NULL;
-	int32_t slot = atomic_fetch_add(&bb_nallm, 1);
-	if (slot < BB_ALLM_MAX)
-		bb_allm[slot] = mp;
+	bb_lock_acquire(&mfree_lock);
+	bb_m *mp = mfree;
+	if (mp)
+		mfree = mp->freelink;
+	bb_lock_release(&mfree_lock);
+	if (mp) {
+		void *alt = mp->altstack;
+		memset(mp, 0, sizeof *mp);
+		mp->altstack = alt;
+	} else {
+		/* (not the program's malloc: mem.c) */
+		mp = bb_alloc(sizeof *mp);
+		if (mp == NULL)
+			return NULL;
+		int32_t slot = atomic_fetch_add(&bb_nallm, 1);
+		if (slot < BB_ALLM_MAX)
+			bb_allm[slot] = mp;
+	}
 	mp->self = mp;
 	mp->id = atomic_fetch_add_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 	int32_t peak = atomic_load_explicit(&bb_sched_.mpeak, memory_order_relaxed);
@@ -71,9 +87,38 @@ void bb_m_on_thread_start(bb_m *mp)
 	bb_stack_signal_init(mp);
 }
 
+/* This OS thread ends, from anywhere on g0 of mp (an idle M that
+ * bb_go_single retires, sysmon's thread): back in mstart's frame, which
+ * returns to glibc, whose thread exit gives its stack back to glibc's
+ * cache. mp's record goes to the next M made. */
+void bb_m_end(bb_m *mp)
+{
+	uint64_t all = ~0ull;
+	bb_rawsyscall6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8, 0, 0);
+	stack_t off = {.ss_flags = SS_DISABLE};
+	bb_sys(SYS_sigaltstack, &off, NULL, 0);
+	intptr_t jb[5];
+	memcpy(jb, mp->exitjb, sizeof jb);
+	void *tcb = mp->tcb;
+	mp->tid = 0; /* (a kernel id another thread may get) */
+	atomic_fetch_sub(&bb_sched_.mcount, 1);
+	/* its own TCB, as glibc's exit expects; from here not an M (anything
+	 * glibc's exit calls runs as on a thread bobbin did not make) */
+	bb_setfsbase((uintptr_t)tcb);
+	bb_tls_m = false;
+	bb_setgsbase(0);
+	bb_lock_acquire(&mfree_lock);
+	mp->freelink = mfree;
+	mfree = mp;
+	bb_lock_release(&mfree_lock);
+	__builtin_longjmp(jb, 1);
+}
+
 static void *mstart(void *arg)
 {
 	bb_m *mp = arg;
+	if (__builtin_setjmp(mp->exitjb))
+		return NULL; /* bb_m_end */
 	mp->tcb = (void *)bb_getfsbase();
 	/* g0's stack starts just below this frame; mstart never returns */
 	mp->g0sp = ((uintptr_t)__builtin_frame_address(0) - 512) & ~(uintptr_t)15;

@@ -30,7 +30,9 @@
 #include <string.h>
 #include <sched.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -171,6 +173,9 @@ bb_p *bb_pidleget(void)
 }
 
 /* ---- idle M list: sched.lock held ---- */
+
+bb_m *bb_leader_m;
+_Atomic bool bb_retiring;
 
 static void mput(bb_m *mp)
 {
@@ -318,13 +323,24 @@ void bb_stopm(void)
 		mp->spinning = spin;
 		return;
 	}
+	if (atomic_load(&bb_retiring) && mp != bb_leader_m && mp->lockedg == NULL) {
+		bb_lock_release(&bb_sched_.lock);
+		bb_m_end(mp); /* bb_go_single */
+	}
 	bb_idle_sigmask(mp);
 	mput(mp);
 	bb_lock_release(&bb_sched_.lock);
 	bb_notesleep(&mp->park);
 	bb_noteclear(&mp->park);
+	if (mp->retire)
+		bb_m_end(mp);
 	bb_acquirep(mp->nextp);
 	mp->nextp = NULL;
+	if (mp->nextg) { /* handed over with the P (to_leader) */
+		bb_g *gp = mp->nextg;
+		mp->nextg = NULL;
+		bb_execute(gp, false);
+	}
 }
 
 /* no OS thread to be had for pp: the work stays queued for the Ms that
@@ -1840,6 +1856,7 @@ int bb_sched_init(void)
 	/* M0: this OS thread. Its g0 gets a stack and a TCB of its own; the
 	 * thread's original stack and TCB stay with main, which becomes G1. */
 	bb_m *m0 = bb_allocm();
+	bb_leader_m = m0;
 	bb_g *g1 = bb_alloc(sizeof *g1);
 	void *g0stack = mmap(NULL, g0_stacksize, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1900,4 +1917,105 @@ int bb_sched_init(void)
 	if (bb_cfg.cpuclock == 1)
 		bb_cpuclock_enable();
 	return 0;
+}
+
+/* ---- back to one OS thread (bb_go_single) ----
+ *
+ * Natively a process whose other threads have all ended has one thread
+ * again: /proc/self/task lists one task, and the kernel lets it unshare
+ * (or setns into) a user namespace, which it refuses to a process with
+ * more than one. Under bobbin the idle Ms and sysmon outlive the threads
+ * they ran (Chromium's zygote checks /proc/self/task before it forks its
+ * children, and they died of the failed check). Where the program looks
+ * (shim/identity.c), its only live G moves to the initial OS thread, the
+ * process's leader, which cannot end; every other M ends at its next
+ * bb_stopm, through glibc's own thread exit (bb_m_end), and sysmon stops.
+ * All of it starts again on demand, as at start-up: the next thread made
+ * starts an M, the next park sysmon. */
+
+/* sched.lock held: take want off the idle list */
+static bool mremove(bb_m *want)
+{
+	for (bb_m **l = &bb_sched_.midle; *l; l = &(*l)->schedlink) {
+		if (*l == want) {
+			*l = want->schedlink;
+			bb_sched_.nmidle--;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* on g0 of the M gp ran on: gp and this M's P to the leader M, which
+ * bb_go_single took off the idle list; this M stops (and ends) */
+static void to_leader_m(bb_g *gp)
+{
+	bb_m *mp = bb_getm(), *lm = bb_leader_m;
+	bb_casgstatus(gp, Grunning, Grunnable);
+	mp->curg = NULL;
+	gp->m = NULL;
+	lm->nextg = gp;
+	lm->nextp = releasep();
+	bb_notewakeup(&lm->park);
+	bb_stopm();
+	bb_schedule();
+}
+
+/* the tasks the kernel lists for this process */
+static int ntasks(void)
+{
+	struct stat st;
+	if (bb_rawsyscall6(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/task", (long)&st, 0, 0, 0) != 0)
+		return -1;
+	return (int)st.st_nlink - 2;
+}
+
+bool bb_go_single(void)
+{
+	bb_g *gp = bb_getg();
+	if (bb_nlive() != 1 || atomic_load(&bb_nosstarting) != 0 ||
+	    (gp->lockedm != NULL && gp->lockedm != bb_leader_m))
+		return false;
+	int n = ntasks();
+	if (n == 1 || n < 0)
+		return n == 1;
+	atomic_store(&bb_retiring, true);
+	bool ok = false;
+	/* (the kernel lists an ended thread until it is reaped: a few µs) */
+	for (int64_t end = bb_nanotime() + 2000000000; bb_nanotime() < end;) {
+		if (bb_getm() != bb_leader_m) {
+			bb_lock_acquire(&bb_sched_.lock);
+			bool got = mremove(bb_leader_m);
+			bb_lock_release(&bb_sched_.lock);
+			if (got) {
+				mcall(to_leader_m); /* back here on the leader */
+				continue;
+			}
+		} else {
+			bb_m *list = NULL, *mp;
+			bb_lock_acquire(&bb_sched_.lock);
+			while ((mp = mget()) != NULL) {
+				mp->retire = true;
+				mp->schedlink = list;
+				list = mp;
+			}
+			bb_lock_release(&bb_sched_.lock);
+			for (; list; list = mp) {
+				mp = list->schedlink;
+				bb_notewakeup(&list->park);
+			}
+			int32_t others = atomic_load(&bb_sched_.mcount) - 1 - (bb_sysmon_runs() ? 1 : 0);
+			if (others == 0 && bb_sysmon_runs())
+				bb_sysmon_stop();
+			if (others == 0 && !bb_sysmon_runs() && ntasks() == 1) {
+				ok = true;
+				break;
+			}
+		}
+		bb_timer_kick(); /* the timer sleeper, an M in epoll_wait: to stopm */
+		struct timespec nap = {0, 100 * 1000};
+		bb_rawsyscall6(SYS_nanosleep, (long)&nap, 0, 0, 0, 0, 0);
+	}
+	atomic_store(&bb_retiring, false);
+	return ok;
 }

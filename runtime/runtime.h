@@ -380,6 +380,12 @@ struct bb_m {
 	/* entries of the security-state log (bb_cred_log) its OS thread has
 	 * applied: owner M (its own thread, also in a signal handler) */
 	uint32_t cred_seen;
+	/* its OS thread's way out (runtime/m.c, mstart's frame): retired Ms
+	 * end through glibc's own thread exit (bb_m_end) */
+	intptr_t exitjb[5];
+	bool retire;              /* woken off midle to end (bb_go_single) */
+	bb_g *nextg;              /* a G handed over with nextp, run at wake-up */
+	bb_m *freelink;           /* on the list of ended Ms' records (bb_allocm) */
 };
 _Static_assert(offsetof(bb_m, async_pc) == 32, "asm/asyncpreempt reads gs:32");
 
@@ -657,6 +663,15 @@ bool bb_sysmon_runs(void);     /* sysmon's thread was started */
 void bb_sysmon_kick(void);
 void bb_startm_failed(bb_p *pp, bool spinning); /* proc.c: no OS thread for pp */
 void bb_stopm(void);
+/* the initial OS thread's M (a fork child's only M): never ends */
+extern bb_m *bb_leader_m;
+extern _Atomic bool bb_retiring; /* bb_go_single: Ms end at their next stopm */
+/* On the only live G: end every other OS thread bobbin made (idle Ms,
+ * sysmon) and run on the initial one, as a single-threaded process does
+ * natively. True when the kernel lists one task when it returns. */
+bool bb_go_single(void);
+__attribute__((noreturn)) void bb_m_end(bb_m *mp); /* m.c: this M's OS thread ends */
+void bb_sysmon_stop(void);      /* sysmon.c: its thread ends (bb_go_single) */
 void bb_stoplockedm(void); /* a locked M waits until its G is handed to it with a P */
 bb_p *bb_drop_pending(bb_m *mp, bool *spin);
 void bb_drop_end(bb_m *mp);

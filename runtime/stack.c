@@ -545,8 +545,9 @@ out:
  * be reported. The handler is installed once (mp == the first M). */
 void bb_stack_signal_init(bb_m *mp)
 {
-	mp->altstack = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mp->altstack == NULL) /* (an ended M's record keeps its own) */
+		mp->altstack = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mp->altstack == MAP_FAILED) {
 		mp->altstack = NULL;
 		mp->alt_cur = NULL;

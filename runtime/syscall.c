@@ -29,6 +29,11 @@ void bb_sysmon_forkchild(void)
 	bb_sysmon_deferred_forkchild();
 }
 
+void bb_sysmon_mark_stopped(void)
+{
+	atomic_store(&sysmon_started, 0);
+}
+
 void bb_sysmon_ensure(void)
 {
 	if (__builtin_expect(!atomic_load_explicit(&sysmon_started, memory_order_relaxed), 0) &&

@@ -16,6 +16,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <string.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -95,6 +96,8 @@ void bb_sigwatch_add(uint64_t sigs)
  * through an eventfd, puts the Gs on the global queue and wakes Ms. */
 static int kickfd = -1;
 static _Atomic bool sysmon_live; /* sysmon runs and polls kickfd */
+static _Atomic bool sysmon_quit;  /* bb_sysmon_stop: end at the next wake-up */
+void bb_sysmon_mark_stopped(void); /* syscall.c: the next bb_sysmon_ensure starts one */
 /* sysmon's thread runs (it looks at its work at least every 10 ms, at
  * once when kicked) */
 static _Atomic bool sysmon_runs;
@@ -116,6 +119,14 @@ static void kick(void)
 bool bb_sysmon_runs(void)
 {
 	return atomic_load(&sysmon_runs);
+}
+
+/* sysmon's thread ends (bb_go_single: no thread of the program's but the
+ * caller is left); sysmon_runs goes false once it is on its way out */
+void bb_sysmon_stop(void)
+{
+	atomic_store(&sysmon_quit, true);
+	kick();
 }
 
 void bb_sysmon_kick(void)
@@ -838,6 +849,8 @@ static void nap_at_most(int64_t *delay, int64_t ns)
 static void *sysmon(void *arg)
 {
 	bb_m *mp = arg;
+	if (__builtin_setjmp(mp->exitjb))
+		return NULL; /* bb_sysmon_stop, through bb_m_end */
 	mp->tcb = (void *)bb_getfsbase();
 	bb_m_on_thread_start(mp);
 	/* its 20 µs naps must be that, not 20 µs plus the 50 µs of default
@@ -876,6 +889,13 @@ static void *sysmon(void *arg)
 		if (bb_debug.schedtrace_ms && delay > bb_debug.schedtrace_ms * 1000L)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
+		if (atomic_load(&sysmon_quit)) {
+			atomic_store(&sysmon_live, false);
+			atomic_store(&sysmon_runs, false);
+			atomic_store(&sysmon_quit, false);
+			bb_sysmon_mark_stopped();
+			bb_m_end(mp);
+		}
 		bb_start_queued_ms();
 		int64_t now = bb_nanotime();
 		int n = retake(now);
@@ -957,7 +977,10 @@ void bb_sysmon_start(void)
 		bb_rawsyscall6(SYS_close, kickfd, 0, 0, 0, 0, 0);
 	kickfd = bb_fd_out_of_way(
 		(int)bb_rawsyscall6(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC, 0, 0, 0, 0));
-	pd = bb_alloc((size_t)bb_gomaxprocs * sizeof *pd);
+	if (pd == NULL) /* (again after bb_sysmon_stop: the same) */
+		pd = bb_alloc((size_t)bb_gomaxprocs * sizeof *pd);
+	else
+		memset(pd, 0, (size_t)bb_gomaxprocs * sizeof *pd);
 	bb_m *mp = bb_allocm();
 	if (mp)
 		mp->presig_state = 2; /* blocks every signal */

@@ -472,6 +472,7 @@ BB_EXPORT int open(const char *path, int flags, ...)
 	}
 	if (!bb_on_g())
 		return REAL(open)(path, flags, mode);
+	bb_task_look(AT_FDCWD, path);
 	/* opening a FIFO blocks until the other end opens: not on our M */
 	return open_common(BB_IN_SYSCALL(int, REAL(open)(path, flags, mode), true));
 }
@@ -489,6 +490,7 @@ BB_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	}
 	if (!bb_on_g())
 		return REAL(openat)(dirfd, path, flags, mode);
+	bb_task_look(dirfd, path);
 	return open_common(BB_IN_SYSCALL(int, REAL(openat)(dirfd, path, flags, mode), true));
 }
 

@@ -25,6 +25,8 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -750,15 +752,66 @@ static bool one_os_thread(void)
 	return !bb_sysmon_runs() && atomic_load(&bb_sched_.mcount) == 1;
 }
 
+/* The caller is the program's only thread left (bb_alone): the process
+ * goes back to one OS thread, as it has natively (runtime/proc.c,
+ * bb_go_single). True if it has one. */
+static bool back_to_one(void)
+{
+	return one_os_thread() || (bb_alone() && bb_go_single() && one_os_thread());
+}
+
+/* A path the program may look at to count its threads: the task directory
+ * of /proc (its link count, its entries), absolute or relative to a
+ * directory it opened (Chromium's sandbox: fstatat(proc_fd, "self/task/")).
+ * Before the look, a program whose threads have all ended gets the single
+ * OS thread it has natively. */
+static bool task_dir(int dirfd, const char *path)
+{
+	if (path == NULL || (dirfd == AT_FDCWD && strncmp(path, "/proc/", 6) != 0))
+		return false;
+	size_t n = strlen(path);
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	return n >= 4 && memcmp(path + n - 4, "task", 4) == 0 && (n == 4 || path[n - 5] == '/');
+}
+
+void bb_task_look(int dirfd, const char *path)
+{
+	if (bb_on_g() && task_dir(dirfd, path) && bb_alone())
+		back_to_one();
+}
+
+/* (named by their symbols: with _FILE_OFFSET_BITS=64 the headers turn
+ * stat into stat64, and the program may call either) */
+#define LOOK_WRAP(ret, name, params, dirfd, path, args)                 \
+	BB_EXPORT ret look_##name params __asm__(#name);                 \
+	BB_EXPORT ret look_##name params                                 \
+	{                                                                \
+		static ret(*real) params;                                \
+		if (real == NULL)                                        \
+			real = (ret(*) params)next(#name);               \
+		bb_task_look(dirfd, path);                               \
+		return real args;                                        \
+	}
+
+LOOK_WRAP(int, stat, (const char *p, void *st), AT_FDCWD, p, (p, st))
+LOOK_WRAP(int, stat64, (const char *p, void *st), AT_FDCWD, p, (p, st))
+LOOK_WRAP(int, fstatat, (int d, const char *p, void *st, int f), d, p, (d, p, st, f))
+LOOK_WRAP(int, fstatat64, (int d, const char *p, void *st, int f), d, p, (d, p, st, f))
+LOOK_WRAP(int, statx, (int d, const char *p, int f, unsigned int m, void *st), d, p, (d, p, f, m, st))
+LOOK_WRAP(void *, opendir, (const char *p), AT_FDCWD, p, (p))
+
 /* namespaces: the caller stays on its OS thread, which makes no thread
- * of its own from then on (bb_newm: they would inherit them) */
+ * of its own from then on (bb_newm: they would inherit them); but the
+ * program's only thread left first gets the process's single OS thread
+ * back (the kernel refuses a new user namespace to a process with more) */
 #define LOCKING_WRAP(ret, name, params, args)                     \
 	BB_EXPORT ret name params                                  \
 	{                                                          \
 		static ret(*real) params;                          \
 		if (real == NULL)                                  \
 			real = (ret(*) params)next(#name);         \
-		if (!bb_on_g() || one_os_thread())                 \
+		if (!bb_on_g() || back_to_one())                   \
 			return real args;                          \
 		bb_kstate_begin();                                 \
 		ret r = real args;                                 \

@@ -427,4 +427,7 @@ void bb_pending_to_kernel(bb_g *gp, uint64_t mask);
 bool bb_block_handled_for_wait(void); /* true: a pending one's handler ran */
 void bb_unblock_after_wait(void); /* and the G's own mask back after it */
 
+/* identity.c: before the program looks at /proc/.../task (its thread count) */
+void bb_task_look(int dirfd, const char *path);
+
 #endif
