@@ -96,6 +96,7 @@ void bb_sigwatch_add(uint64_t sigs)
  * through an eventfd, puts the Gs on the global queue and wakes Ms. */
 static int kickfd = -1;
 static _Atomic bool sysmon_live; /* sysmon runs and polls kickfd */
+static bb_m *sysmon_mp;
 static _Atomic bool sysmon_quit;  /* bb_sysmon_stop: end at the next wake-up */
 void bb_sysmon_mark_stopped(void); /* syscall.c: the next bb_sysmon_ensure starts one */
 /* sysmon's thread runs (it looks at its work at least every 10 ms, at
@@ -890,6 +891,7 @@ static void *sysmon(void *arg)
 			delay = bb_debug.schedtrace_ms * 1000L;
 		usleep_raw(delay);
 		if (atomic_load(&sysmon_quit)) {
+			sysmon_mp = NULL; /* (its record may become another M's) */
 			atomic_store(&sysmon_live, false);
 			atomic_store(&sysmon_runs, false);
 			atomic_store(&sysmon_quit, false);
@@ -963,7 +965,6 @@ static void *sysmon(void *arg)
 	return NULL;
 }
 
-static bb_m *sysmon_mp;
 
 bb_m *bb_sysmon_m(void)
 {
