@@ -10,7 +10,10 @@
  *    thread, once (pthread_sigqueue's value seen by the SA_SIGINFO handler).
  *    80 rounds.
  * 2. A thread blocks SIGUSR1 and waits in pause() (or waitpid of a child
- *    that lives 30 ms): another thread sends it SIGUSR1 (pthread_kill, or
+ *    that lives until main, having sent the signal, tells it to end through
+ *    a pipe: a child that lived 30 ms could end before a main kept off the
+ *    CPU that long sent it, one run in a few hundred on a loaded machine):
+ *    another thread sends it SIGUSR1 (pthread_kill, or
  *    pthread_sigqueue). The call is not cut short by it; SIGUSR2 (not
  *    blocked) ends pause (the child's end, waitpid); the thread then sees
  *    SIGUSR1 pending and takes it with sigwaitinfo (the value intact).
@@ -124,6 +127,7 @@ static void *self_sender(void *arg)
 
 static pthread_t target;
 static atomic_int target_waiting;
+static int child_end[2]; /* part 2, kind 2: main's byte ends the child */
 
 /* part 2: waits in pause (kind 0, 1) or waitpid (kind 2) with SIGUSR1 blocked */
 static void *waiter(void *arg)
@@ -135,10 +139,11 @@ static void *waiter(void *arg)
     if (kind == 2) {
         child = fork();
         if (child == 0) {
-            struct timespec t = {0, 30 * 1000000};
-            nanosleep(&t, NULL);
-            _exit(7);
+            char c;
+            close(child_end[1]);
+            _exit(read(child_end[0], &c, 1) == 1 ? 7 : 8);
         }
+        close(child_end[0]);
     }
     atomic_store(&target_waiting, 1);
     if (kind == 2) {
@@ -288,6 +293,8 @@ int main(void)
     for (int r = 0; r < 40; r++) {
         long kind = r % 3;
         atomic_store(&target_waiting, 0);
+        if (kind == 2)
+            REQUIRE(pipe(child_end) == 0, "pipe");
         REQUIRE(pthread_create(&target, NULL, waiter, (void *)kind) == 0, "create");
         wait_target();
         if (kind == 1)
@@ -297,6 +304,8 @@ int main(void)
         usleep(2000);
         if (kind != 2)
             pthread_kill(target, SIGUSR2);
+        else
+            REQUIRE(write(child_end[1], "x", 1) == 1 && close(child_end[1]) == 0, "end the child");
         pthread_join(target, NULL);
     }
     int n2 = atomic_load(&on_owner) - n1;
