@@ -47,9 +47,12 @@ bb_m *bb_allocm(void)
 		mfree = mp->freelink;
 	bb_lock_release(&mfree_lock);
 	if (mp) {
+		/* (sigs_run stays: sysmon reads the sum over allm as a count) */
 		void *alt = mp->altstack;
+		uint64_t runs = atomic_load_explicit(&mp->sigs_run, memory_order_relaxed);
 		memset(mp, 0, sizeof *mp);
 		mp->altstack = alt;
+		atomic_store_explicit(&mp->sigs_run, runs, memory_order_relaxed);
 	} else {
 		/* (not the program's malloc: mem.c) */
 		mp = bb_alloc(sizeof *mp);
