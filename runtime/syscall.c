@@ -67,13 +67,7 @@ void bb_syscall_release_p(bb_m *mp, bb_g *gp)
 void bb_entersyscall(void)
 {
 	bb_reattach();
-	/* sysmon retakes the P of a call that blocks, for the other threads:
-	 * the process's only thread needs none (and one whose threads have all
-	 * ended keeps the single OS thread it has natively while it reads its
-	 * /proc/self/status: bb_go_single) */
-	if (__builtin_expect(!atomic_load_explicit(&sysmon_started, memory_order_relaxed), 0) &&
-	    !bb_alone())
-		bb_sysmon_ensure();
+	bb_sysmon_ensure();
 	bb_m *mp = bb_getm();
 	bb_syscall_release_p(mp, mp->curg);
 }

@@ -501,7 +501,6 @@ BB_EXPORT FILE *fopen(const char *path, const char *mode)
 	FILE *f;
 	if (!bb_on_g())
 		return REAL(fopen)(path, mode);
-	bb_task_look(AT_FDCWD, path);
 	bb_entersyscall();
 	f = REAL(fopen)(path, mode);
 	bb_exitsyscall();

@@ -760,18 +760,11 @@ static bool back_to_one(void)
 	return one_os_thread() || (bb_alone() && bb_go_single() && one_os_thread());
 }
 
-/* the last component of path (n bytes, trailing slashes left out) is name */
-static bool ends_with(const char *path, size_t n, const char *name)
-{
-	size_t k = strlen(name);
-	return n >= k && memcmp(path + n - k, name, k) == 0 && (n == k || path[n - k - 1] == '/');
-}
-
 /* A path the program may look at to count its threads: the task directory
- * of /proc (its link count, its entries) or a status file (its "Threads:"
- * line), absolute or relative to a directory it opened (Chromium's
- * sandbox: fstatat(proc_fd, "self/task/")). Before the look, a program
- * whose threads have all ended gets the single OS thread it has natively. */
+ * of /proc (its link count, its entries), absolute or relative to a
+ * directory it opened (Chromium's sandbox: fstatat(proc_fd, "self/task/")).
+ * Before the look, a program whose threads have all ended gets the single
+ * OS thread it has natively. */
 static bool task_dir(int dirfd, const char *path)
 {
 	if (path == NULL || (dirfd == AT_FDCWD && strncmp(path, "/proc/", 6) != 0))
@@ -779,7 +772,7 @@ static bool task_dir(int dirfd, const char *path)
 	size_t n = strlen(path);
 	while (n > 0 && path[n - 1] == '/')
 		n--;
-	return ends_with(path, n, "task") || ends_with(path, n, "status");
+	return n >= 4 && memcmp(path + n - 4, "task", 4) == 0 && (n == 4 || path[n - 5] == '/');
 }
 
 void bb_task_look(int dirfd, const char *path)
