@@ -80,9 +80,12 @@ static void faulter(const char *who, int id, int sleep)
     long flt = prev.ru_minflt - first.ru_minflt;
     CHECK(flt >= NPAGES && flt <= NPAGES + SLACK, "%s %d: %ld minor faults for %d fresh pages", who, id, flt,
           NPAGES);
+    /* (natively a sleep whose timer expires while its thread waits for a
+     * CPU, before it blocks, returns with no voluntary switch: 39 of 40
+     * seen once on a loaded machine) */
     if (sleep)
-        CHECK(prev.ru_nvcsw - first.ru_nvcsw >= NROUNDS, "%s %d: %ld voluntary switches for %d sleeps", who,
-              id, prev.ru_nvcsw - first.ru_nvcsw, NROUNDS);
+        CHECK(prev.ru_nvcsw - first.ru_nvcsw >= NROUNDS - NROUNDS / 10,
+              "%s %d: %ld voluntary switches for %d sleeps", who, id, prev.ru_nvcsw - first.ru_nvcsw, NROUNDS);
     long sum = 0;
     for (long p = 0; p < NPAGES; p++)
         sum += m[p * pagesz];
