@@ -90,6 +90,17 @@ void bb_m_on_thread_start(bb_m *mp)
 	bb_stack_signal_init(mp);
 }
 
+/* mp runs no OS thread (any more): its record to the next M made */
+static void m_free(bb_m *mp)
+{
+	mp->tid = 0; /* (a kernel id another thread may get) */
+	atomic_fetch_sub(&bb_sched_.mcount, 1);
+	bb_lock_acquire(&mfree_lock);
+	mp->freelink = mfree;
+	mfree = mp;
+	bb_lock_release(&mfree_lock);
+}
+
 /* This OS thread ends, from anywhere on g0 of mp (an idle M that
  * bb_go_single retires, sysmon's thread): back in mstart's frame, which
  * returns to glibc, whose thread exit gives its stack back to glibc's
@@ -102,18 +113,12 @@ void bb_m_end(bb_m *mp)
 	bb_sys(SYS_sigaltstack, &off, NULL, 0);
 	intptr_t jb[5];
 	memcpy(jb, mp->exitjb, sizeof jb);
-	void *tcb = mp->tcb;
-	mp->tid = 0; /* (a kernel id another thread may get) */
-	atomic_fetch_sub(&bb_sched_.mcount, 1);
 	/* its own TCB, as glibc's exit expects; from here not an M (anything
 	 * glibc's exit calls runs as on a thread bobbin did not make) */
-	bb_setfsbase((uintptr_t)tcb);
+	bb_setfsbase((uintptr_t)mp->tcb);
 	bb_tls_m = false;
 	bb_setgsbase(0);
-	bb_lock_acquire(&mfree_lock);
-	mp->freelink = mfree;
-	mfree = mp;
-	bb_lock_release(&mfree_lock);
+	m_free(mp); /* (the record is another M's from here) */
 	__builtin_longjmp(jb, 1);
 }
 
@@ -508,8 +513,6 @@ static void start_m(bb_m *mp, bool on_g)
 	int err = start_os_thread(mstart, mp, BB_G0_STACKSIZE, on_g);
 	if (err == 0)
 		return;
-	/* (mp stays in bb_allm, unused: Ms are never freed) */
-	atomic_fetch_sub_explicit(&bb_sched_.mcount, 1, memory_order_relaxed);
 	/* a P pending for it that no other M will take goes idle, its Gs
 	 * to the global queue for the Ms that exist */
 	bb_lock_acquire(&bb_sched_.lock);
@@ -517,6 +520,7 @@ static void start_m(bb_m *mp, bool on_g)
 	bool spin = false;
 	bb_p *pp = bb_sched_.npend > bb_sched_.nmdropping ? bb_pend_take(&spin) : NULL;
 	bb_lock_release(&bb_sched_.lock);
+	m_free(mp);
 	if (pp)
 		bb_startm_failed(pp, spin);
 }

@@ -118,7 +118,6 @@ void bb_idle_sigmask(bb_m *mp)
 int32_t bb_gomaxprocs;
 bool bb_active;
 void (*bb_g_exit_hook)(bb_g *gp);
-void (*bb_mexit_hook)(void);
 cpu_set_t bb_initial_affinity;
 char bb_initial_comm[16];
 long bb_timerslack_ns;
@@ -249,7 +248,7 @@ void bb_drop_end(bb_m *mp)
 
 /* sched.lock held: a P left for a dropping M, or NULL. *spin: it comes with
  * a spinning M already counted in nmspinning. */
-static bb_p *pendget(bool *spin)
+bb_p *bb_pend_take(bool *spin)
 {
 	bb_p *pp = bb_sched_.pendp;
 	if (pp) {
@@ -258,11 +257,6 @@ static bb_p *pendget(bool *spin)
 		*spin = pp->pendspin;
 	}
 	return pp;
-}
-
-bb_p *bb_pend_take(bool *spin)
-{
-	return pendget(spin);
 }
 
 /* sched.lock held: pp left for a dropping M (npend <= nmdropping kept by
@@ -283,7 +277,7 @@ static bb_p *drop_takep(void)
 	bb_m *mp = bb_getm();
 	bool spin = false;
 	bb_lock_acquire(&bb_sched_.lock);
-	bb_p *pp = pendget(&spin);
+	bb_p *pp = bb_pend_take(&spin);
 	if (pp == NULL)
 		pp = bb_pidleget();
 	if (pp)
@@ -300,7 +294,7 @@ static bb_p *drop_takep(void)
  * the dropping mp, which then stops dropping; or NULL */
 bb_p *bb_drop_pending(bb_m *mp, bool *spin)
 {
-	bb_p *pp = pendget(spin);
+	bb_p *pp = bb_pend_take(spin);
 	if (pp)
 		bb_drop_end(mp);
 	return pp;
@@ -315,7 +309,7 @@ void bb_stopm(void)
 	bb_sysmon_ensure(); /* it routes the process signals this M will block */
 	bb_lock_acquire(&bb_sched_.lock);
 	bool spin = false;
-	bb_p *pp = mp->lockedg ? NULL : pendget(&spin);
+	bb_p *pp = mp->lockedg ? NULL : bb_pend_take(&spin);
 	bb_drop_end(mp);
 	if (pp) {
 		bb_lock_release(&bb_sched_.lock);
@@ -332,8 +326,8 @@ void bb_stopm(void)
 	bb_lock_release(&bb_sched_.lock);
 	bb_notesleep(&mp->park);
 	bb_noteclear(&mp->park);
-	if (mp->retire)
-		bb_m_end(mp);
+	if (mp->nextp == NULL)
+		bb_m_end(mp); /* woken with no P: bb_go_single ends it */
 	bb_acquirep(mp->nextp);
 	mp->nextp = NULL;
 	if (mp->nextg) { /* handed over with the P (to_leader) */
@@ -1302,11 +1296,9 @@ static void goexit0(bb_g *gp)
 	if (g_dead(mp, gp)) {
 		/* its thread-level kernel state (affinity, namespaces...) was the
 		 * G's: the M dies with it, as in Go, unless it is the initial one */
-		if (mp->id != 0 && bb_mexit_hook) {
+		if (mp != bb_leader_m) {
 			bb_handoffp(releasep());
-			atomic_fetch_sub(&bb_sched_.mcount, 1);
-			mp->tid = 0; /* (a kernel id another thread may get) */
-			bb_mexit_hook();
+			bb_m_end(mp);
 		}
 		/* the initial thread cannot end: give it back its affinity,
 		 * policy, name and timer slack (namespaces it entered stay:
@@ -1995,7 +1987,6 @@ bool bb_go_single(void)
 			bb_m *list = NULL, *mp;
 			bb_lock_acquire(&bb_sched_.lock);
 			while ((mp = mget()) != NULL) {
-				mp->retire = true;
 				mp->schedlink = list;
 				list = mp;
 			}

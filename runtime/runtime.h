@@ -383,7 +383,6 @@ struct bb_m {
 	/* its OS thread's way out (runtime/m.c, mstart's frame): retired Ms
 	 * end through glibc's own thread exit (bb_m_end) */
 	intptr_t exitjb[5];
-	bool retire;              /* woken off midle to end (bb_go_single) */
 	bb_g *nextg;              /* a G handed over with nextp, run at wake-up */
 	bb_m *freelink;           /* on the list of ended Ms' records (bb_allocm) */
 };
@@ -617,7 +616,6 @@ void bb_exitsyscall(void);
 void bb_handoffp(bb_p *pp);
 extern void (*bb_g_exit_hook)(bb_g *gp);  /* shim: TSD destructors, on the G */
 extern void *(*bb_g_run_hook)(bb_g *gp);  /* shim: start routine under a landing pad */
-extern void (*bb_mexit_hook)(void);        /* shim: end this OS thread (real pthread_exit) */
 #include <sched.h>
 extern cpu_set_t bb_initial_affinity;     /* M0's, restored when a locked G ends on it */
 extern char bb_initial_comm[16];

@@ -22,16 +22,18 @@ void bb_sysmon_start(void);
 
 void bb_sysmon_deferred_forkchild(void);
 
-void bb_sysmon_forkchild(void)
-{
-	if (atomic_load(&sysmon_started)) /* (a store copies the page) */
-		atomic_store(&sysmon_started, 0); /* sysmon did not survive: restart on demand */
-	bb_sysmon_deferred_forkchild();
-}
-
+/* sysmon is gone (it ended, or a fork child has none): the next
+ * bb_sysmon_ensure starts one */
 void bb_sysmon_mark_stopped(void)
 {
-	atomic_store(&sysmon_started, 0);
+	if (atomic_load(&sysmon_started)) /* (a store copies the page) */
+		atomic_store(&sysmon_started, 0);
+}
+
+void bb_sysmon_forkchild(void)
+{
+	bb_sysmon_mark_stopped();
+	bb_sysmon_deferred_forkchild();
 }
 
 void bb_sysmon_ensure(void)

@@ -31,16 +31,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* End this OS thread from g0. Not through glibc's pthread_exit: it would
- * unwind g0's scheduler frames. The kernel clears the thread's tid and wakes
- * its waiters (glibc's set*id treats the gone thread as done); its stack
- * and TCB, glibc's, stay allocated: one per locked thread that ended. */
-static void mexit(void)
-{
-	for (;;)
-		bb_rawsyscall6(SYS_exit, 0, 0, 0, 0, 0, 0);
-}
-
 /* the CPUs the process could use when bobbin started (its first thread's
  * mask, before the program ran) */
 static cpu_set_t start_cpus;
@@ -48,7 +38,6 @@ static bool start_cpus_known;
 
 void bb_identity_init(void)
 {
-	bb_mexit_hook = mexit;
 	start_cpus_known = bb_sys(SYS_sched_getaffinity, 0, sizeof start_cpus, &start_cpus) > 0;
 }
 
