@@ -298,9 +298,9 @@ static void *pinned_creator(void *arg)
     pthread_attr_setaffinity_np(&at, sizeof b, &b);
     pthread_t t;
     int err = pthread_create(&t, &at, report_pin, NULL);
-    SHOW("create with another CPU", err);
-    if (err == 0)
+    if (err == 0) /* (its line first, as natively it nearly always is) */
         pthread_join(t, NULL);
+    SHOW("create with another CPU", err);
     pthread_attr_destroy(&at);
     sem_t go;
     sem_init(&go, 0, 0);
