@@ -92,11 +92,17 @@ static bool is_dgram(int fd)
 	       type == SOCK_DGRAM;
 }
 
-/* one attempt that never blocks the M, or -2 meaning "not ready: wait" */
+/* one attempt that never blocks the M, or -2 meaning "not ready: wait".
+ * Sockets and pipes take the call's no-wait form, made raw (nowait_call):
+ * on a file the kernel already has non-blocking (BB_PD_FORCED) a plain
+ * read or write, else MSG_DONTWAIT or RWF_NOWAIT. Not glibc's cancellable
+ * wrapper, whose two atomic updates of the thread's cancel state cost a
+ * pipe ping-pong an eighth of its round trip (do_io_call tests for
+ * cancellation before each attempt). */
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
 	if (pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok)) {
-		ssize_t n = r->call(r, !BB_PD_FORCED(pd));
+		ssize_t n = r->call(r, true);
 		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			if (n < 0 && errno == EOPNOTSUPP && pd->kind == BB_FD_PIPE) {
 				pd->nowait_ok = false;
@@ -368,6 +374,8 @@ static ssize_t c_read(ioreq *r, bool nowait)
 	if (r->len == 0)
 		return 0;
 	bb_pd *pd = bb_pd_peek(r->fd);
+	if (BB_PD_FORCED(pd)) /* non-blocking for real: a plain read cannot wait */
+		return nowait_call(SYS_read, r->fd, (long)r->buf, (long)r->len, 0, 0, 0);
 	if (pd->kind == BB_FD_SOCKET)
 		return NOWAIT_RECV(r, r->buf, r->len);
 	struct iovec v = {r->buf, r->len};
@@ -379,6 +387,8 @@ static ssize_t c_write(ioreq *r, bool nowait)
 	if (!nowait)
 		return REAL(write)(r->fd, r->buf, r->len);
 	bb_pd *pd = bb_pd_peek(r->fd);
+	if (BB_PD_FORCED(pd))
+		return nowait_call(SYS_write, r->fd, (long)r->buf, (long)r->len, 0, 0, 0);
 	if (pd->kind == BB_FD_SOCKET)
 		return NOWAIT_SEND(r, r->buf, r->len);
 	struct iovec v = {r->buf, r->len};
