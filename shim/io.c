@@ -212,6 +212,8 @@ static void nowait_point(void)
 }
 
 static ssize_t do_io_call(ioreq *r);
+static ssize_t c_read(ioreq *r, bool nowait);
+static ssize_t c_write(ioreq *r, bool nowait);
 
 /* A write to a pipe or socket whose reader has gone: the kernel queued a
  * SIGPIPE for this OS thread (unless MSG_NOSIGNAL); one past the file size
@@ -246,8 +248,17 @@ static ssize_t do_io_call(ioreq *r)
 	 * kernel's flag may have changed since the view was taken (another
 	 * thread's F_SETFL, another process sharing the file) and the call
 	 * must let the P go in case it waits */
-	if (BB_PD_UNB(pd))
+	if (BB_PD_UNB(pd)) {
+		/* the program's own non-blocking socket or pipe (an epoll
+		 * loop's): read and write made raw, as attempt() makes them,
+		 * after the cancellation test glibc's wrapper would make */
+		if (BB_PD_FORCED(pd) && (r->call == c_read || r->call == c_write) &&
+		    (pd->kind == BB_FD_SOCKET || pd->kind == BB_FD_PIPE)) {
+			bb_testcancel();
+			return kick_peer(pd, r, r->call(r, true));
+		}
 		return kick_peer(pd, r, BB_PD_FORCED(pd) ? r->call(r, false) : blocking_call(r));
+	}
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
 		bb_testcancel();
 		return blocking_call(r);
