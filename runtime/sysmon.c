@@ -965,7 +965,6 @@ static void *sysmon(void *arg)
 	return NULL;
 }
 
-
 bb_m *bb_sysmon_m(void)
 {
 	return sysmon_mp;

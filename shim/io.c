@@ -92,16 +92,23 @@ static bool is_dgram(int fd)
 	       type == SOCK_DGRAM;
 }
 
-/* one attempt that never blocks the M, or -2 meaning "not ready: wait".
- * Sockets and pipes take the call's no-wait form, made raw (nowait_call):
- * on a file the kernel already has non-blocking (BB_PD_FORCED) a plain
- * read or write, else MSG_DONTWAIT or RWF_NOWAIT. Not glibc's cancellable
- * wrapper, whose two atomic updates of the thread's cancel state cost a
- * pipe ping-pong an eighth of its round trip (do_io_call tests for
- * cancellation before each attempt). */
+/* the file's calls have a form that cannot wait (r->call(r, true)) */
+static inline bool has_nowait(const bb_pd *pd)
+{
+	return pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok);
+}
+
+/* one attempt that never blocks the M, or -2 meaning "not ready: wait"
+ * (errno EAGAIN, or EOPNOTSUPP: a pipe without RWF_NOWAIT, told once).
+ * Sockets and pipes take the call's no-wait form: where the kernel already
+ * has the file non-blocking (BB_PD_FORCED) the plain call, else with
+ * MSG_DONTWAIT or RWF_NOWAIT; read, write, readv and writev made raw
+ * (nowait_call), not through glibc's cancellable wrapper, whose two atomic
+ * updates of the thread's cancel state cost a pipe ping-pong an eighth of
+ * its round trip (the caller tests for cancellation first). */
 static ssize_t attempt(bb_pd *pd, ioreq *r)
 {
-	if (pd->kind == BB_FD_SOCKET || (pd->kind == BB_FD_PIPE && pd->nowait_ok)) {
+	if (has_nowait(pd)) {
 		ssize_t n = r->call(r, true);
 		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			if (n < 0 && errno == EOPNOTSUPP && pd->kind == BB_FD_PIPE) {
@@ -212,8 +219,6 @@ static void nowait_point(void)
 }
 
 static ssize_t do_io_call(ioreq *r);
-static ssize_t c_read(ioreq *r, bool nowait);
-static ssize_t c_write(ioreq *r, bool nowait);
 
 /* A write to a pipe or socket whose reader has gone: the kernel queued a
  * SIGPIPE for this OS thread (unless MSG_NOSIGNAL); one past the file size
@@ -249,15 +254,18 @@ static ssize_t do_io_call(ioreq *r)
 	 * thread's F_SETFL, another process sharing the file) and the call
 	 * must let the P go in case it waits */
 	if (BB_PD_UNB(pd)) {
+		if (!BB_PD_FORCED(pd))
+			return kick_peer(pd, r, blocking_call(r));
+		if (!has_nowait(pd))
+			return kick_peer(pd, r, r->call(r, false));
 		/* the program's own non-blocking socket or pipe (an epoll
-		 * loop's): read and write made raw, as attempt() makes them,
-		 * after the cancellation test glibc's wrapper would make */
-		if (BB_PD_FORCED(pd) && (r->call == c_read || r->call == c_write) &&
-		    (pd->kind == BB_FD_SOCKET || pd->kind == BB_FD_PIPE)) {
-			bb_testcancel();
-			return kick_peer(pd, r, r->call(r, true));
-		}
-		return kick_peer(pd, r, BB_PD_FORCED(pd) ? r->call(r, false) : blocking_call(r));
+		 * loop's): one attempt, after the cancellation test glibc's
+		 * wrapper would make */
+		bb_testcancel();
+		ssize_t n = attempt(pd, r);
+		if (n == -2)
+			n = errno == EOPNOTSUPP ? r->call(r, false) : -1;
+		return kick_peer(pd, r, n);
 	}
 	if (pd->kind == BB_FD_FILE || pd->kind == BB_FD_OTHER) {
 		bb_testcancel();
@@ -435,6 +443,8 @@ static ssize_t c_readv(ioreq *r, bool nowait)
 	if (!nowait)
 		return REAL(readv)(r->fd, r->iov, r->iovcnt);
 	bb_pd *pd = bb_pd_peek(r->fd);
+	if (BB_PD_FORCED(pd))
+		return nowait_call(SYS_readv, r->fd, (long)r->iov, r->iovcnt, 0, 0, 0);
 	if (pd->kind == BB_FD_SOCKET) {
 		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
 		return nowait_call(SYS_recvmsg, r->fd, (long)&m, MSG_DONTWAIT, 0, 0, 0);
@@ -447,6 +457,8 @@ static ssize_t c_writev(ioreq *r, bool nowait)
 	if (!nowait)
 		return REAL(writev)(r->fd, r->iov, r->iovcnt);
 	bb_pd *pd = bb_pd_peek(r->fd);
+	if (BB_PD_FORCED(pd))
+		return nowait_call(SYS_writev, r->fd, (long)r->iov, r->iovcnt, 0, 0, 0);
 	if (pd->kind == BB_FD_SOCKET) {
 		struct msghdr m = {.msg_iov = (struct iovec *)r->iov, .msg_iovlen = (size_t)r->iovcnt};
 		return nowait_call(SYS_sendmsg, r->fd, (long)&m, MSG_DONTWAIT, 0, 0, 0);
