@@ -109,7 +109,6 @@ static void child(void)
 		atomic_store(&pp->live, pp == mine); /* the one thread left */
 		if (pp != mine) {
 			/* its M may have been mid-update: the child drops them */
-			pp->stkfree = NULL;
 			pp->nstkfree = 0;
 			pp->m = NULL;
 			atomic_store(&pp->status, Pidle);

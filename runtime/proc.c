@@ -1132,52 +1132,71 @@ bool bb_gosched(void)
 
 /* ---- G free lists ---- */
 
+/* Dead Gs in arrays, not in lists through the Gs: a burst of joins spills
+ * and refills them by the score, and a list walk was a chain of cache
+ * misses, one per G (each last written by the CPU its thread ran on). */
+
+/* n dead Gs onto the global cache. gflock held (bobbin's allocator takes
+ * only its own lock). */
+static void gfree_global_put(bb_g *const *g, int32_t n)
+{
+	if (bb_sched_.ngfreev + n > bb_sched_.gfreecap) {
+		int32_t cap = bb_sched_.gfreecap ? 2 * bb_sched_.gfreecap : 256;
+		while (cap < bb_sched_.ngfreev + n)
+			cap *= 2;
+		bb_g **v = bb_realloc(bb_sched_.gfreev, (size_t)cap * sizeof *v);
+		if (v) {
+			bb_sched_.gfreev = v;
+			bb_sched_.gfreecap = cap;
+		}
+	}
+	int32_t k = bb_sched_.gfreecap - bb_sched_.ngfreev;
+	if (k > n)
+		k = n;
+	memcpy(bb_sched_.gfreev + bb_sched_.ngfreev, g, (size_t)k * sizeof *g);
+	bb_sched_.ngfreev += k;
+	for (int32_t i = k; i < n; i++) { /* no memory for the array */
+		g[i]->schedlink = bb_sched_.gfree;
+		bb_sched_.gfree = g[i];
+	}
+	bb_sched_.ngfree += n;
+}
+
 static void gfput(bb_p *pp, bb_g *gp)
 {
-	gp->schedlink = pp->gfree;
-	pp->gfree = gp;
-	if (++pp->gfreecnt < BB_GFREE_LOCAL_MAX)
-		return;
-	/* spill half to the global list */
-	bb_g *head = NULL, *tail = NULL;
-	int32_t n = 0;
-	while (pp->gfreecnt > BB_GFREE_LOCAL_MAX / 2) {
-		bb_g *g1 = pp->gfree;
-		pp->gfree = g1->schedlink;
-		pp->gfreecnt--;
-		g1->schedlink = head;
-		head = g1;
-		if (tail == NULL)
-			tail = g1;
-		n++;
+	if (pp->gfreecnt == BB_GFREE_LOCAL_MAX) {
+		/* the older half to the global cache */
+		const int32_t half = BB_GFREE_LOCAL_MAX / 2;
+		bb_lock_acquire(&bb_sched_.gflock);
+		gfree_global_put(pp->gfree, half);
+		bb_lock_release(&bb_sched_.gflock);
+		memmove(pp->gfree, pp->gfree + half,
+			(size_t)(BB_GFREE_LOCAL_MAX - half) * sizeof *pp->gfree);
+		pp->gfreecnt -= half;
 	}
-	bb_lock_acquire(&bb_sched_.gflock);
-	tail->schedlink = bb_sched_.gfree;
-	bb_sched_.gfree = head;
-	bb_sched_.ngfree += n;
-	bb_lock_release(&bb_sched_.gflock);
+	pp->gfree[pp->gfreecnt++] = gp;
 }
 
 static bb_g *gfget(bb_p *pp)
 {
-	if (pp->gfree == NULL && bb_sched_.ngfree > 0) {
+	if (pp->gfreecnt == 0 && bb_sched_.ngfree > 0) {
 		bb_lock_acquire(&bb_sched_.gflock);
-		while (pp->gfreecnt < BB_GFREE_LOCAL_MAX / 2 && bb_sched_.gfree) {
-			bb_g *g1 = bb_sched_.gfree;
+		int32_t k = bb_sched_.ngfreev < BB_GFREE_LOCAL_MAX / 2 ? bb_sched_.ngfreev
+									: BB_GFREE_LOCAL_MAX / 2;
+		bb_sched_.ngfreev -= k;
+		memcpy(pp->gfree, bb_sched_.gfreev + bb_sched_.ngfreev, (size_t)k * sizeof *pp->gfree);
+		for (bb_g *g1; k < BB_GFREE_LOCAL_MAX / 2 && (g1 = bb_sched_.gfree) != NULL;) {
 			bb_sched_.gfree = g1->schedlink;
-			bb_sched_.ngfree--;
-			g1->schedlink = pp->gfree;
-			pp->gfree = g1;
-			pp->gfreecnt++;
+			pp->gfree[k++] = g1;
 		}
+		bb_sched_.ngfree -= k;
+		pp->gfreecnt = k;
 		bb_lock_release(&bb_sched_.gflock);
 	}
-	bb_g *gp = pp->gfree;
-	if (gp) {
-		pp->gfree = gp->schedlink;
-		pp->gfreecnt--;
-		gp->schedlink = NULL;
-	}
+	if (pp->gfreecnt == 0)
+		return NULL;
+	bb_g *gp = pp->gfree[--pp->gfreecnt];
+	gp->schedlink = NULL;
 	return gp;
 }
 
@@ -1213,9 +1232,7 @@ static void gfree_global(bb_g *gp)
 	if (!g_recycle(gp))
 		return;
 	bb_lock_acquire(&bb_sched_.gflock);
-	gp->schedlink = bb_sched_.gfree;
-	bb_sched_.gfree = gp;
-	bb_sched_.ngfree++;
+	gfree_global_put(&gp, 1);
 	bb_lock_release(&bb_sched_.gflock);
 }
 

@@ -48,6 +48,13 @@ typedef struct bb_g bb_g;
 typedef struct bb_m bb_m;
 typedef struct bb_p bb_p;
 
+/* a stack bobbin mapped, not run on: an entry of the stack cache (stack.c) */
+typedef struct bb_stack_unit {
+	void *map, *tcb; /* the mapping, guard first; the TCB at its top, or NULL */
+	uintptr_t hi;    /* the stack's end (its TCB's block above) */
+	size_t mapsize, guard;
+} bb_stack_unit;
+
 /* ---- saved context (read and written by asm/switch_x86_64_sysv_elf.S) ---- */
 typedef struct bb_ctx {
 	uint64_t rsp;    /* 0  */
@@ -290,10 +297,10 @@ struct bb_p {
 	_Atomic(bb_g *) runq[BB_RUNQ_LEN];
 	_Atomic(bb_g *) runnext;  /* next G to run; CAS by owner and thieves */
 
-	bb_g *gfree;              /* owner P: dead Gs (their TCBs, no stacks) */
-	int32_t gfreecnt;
-	void *stkfree;            /* owner P: free stacks, any size (stack.c) */
-	int32_t nstkfree;
+	int32_t gfreecnt;         /* owner P: dead Gs (their TCBs, no stacks), the latest last */
+	bb_g *gfree[BB_GFREE_LOCAL_MAX];
+	int32_t nstkfree;         /* owner P: free stacks, any size, the warmest last (stack.c) */
+	bb_stack_unit stkfree[BB_STACK_LOCAL_MAX];
 	uint64_t goidcache, goidcacheend; /* owner P: a batch of goids (Go's goidcache) */
 
 	/* timers: the heap under timerslock; timer0when (earliest, 0 = none)
@@ -409,15 +416,19 @@ typedef struct bb_sched {
 	bb_p *pidle;
 	_Atomic int32_t npidle;
 	_Atomic int32_t nmspinning;
-	/* dead Gs spilled from Ps: gflock */
+	/* dead Gs spilled from Ps, gflock: an array (the latest last), and a
+	 * list through schedlink of the ones it had no room for */
 	bb_lock gflock;
+	bb_g **gfreev;
+	int32_t ngfreev, gfreecap;
 	bb_g *gfree;
-	int32_t ngfree;
-	/* free stacks spilled from Ps, one list pair per size (stack.c) */
+	int32_t ngfree; /* both */
+	/* free stacks spilled from Ps, one array per size (stack.c) */
 	struct bb_stkclass {
 		size_t mapsize, guard;  /* the mapping and its guard: the class */
-		void *hot, *cold;       /* spilled since the last trim / before it */
-		int32_t nhot, ncold;
+		bb_stack_unit *ent;     /* the warmest last */
+		int32_t n, cap;
+		int32_t ncold;          /* ent[0, ncold): not taken since the last trim */
 	} stkc[BB_STACK_CLASSES];
 	_Atomic int32_t nstkfree; /* all classes; read bare by a P with none */
 	/* counts, on their own cache line: written by every create and exit,
@@ -689,11 +700,6 @@ void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);
 
 /* ---- stack.c ---- */
-typedef struct bb_stack_unit {
-	void *map, *tcb;
-	uintptr_t hi;
-	size_t mapsize, guard;
-} bb_stack_unit;
 int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
 bool bb_stack_take(bb_g *gp, bb_stack_unit *u);
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u);

@@ -193,35 +193,31 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb)
  * own stack size, as Rust's threads do, mapped and unmapped one per
  * thread); a new thread takes one of exactly its size and guard.
  *
- * Per P: one LIFO list of any sizes (the warmest first), of which a new
- * thread looks at the first few; past BB_STACK_LOCAL_MAX the colder half
- * spills to the global cache under sched.gflock. The global cache keeps
- * one list pair per size (BB_STACK_CLASSES of them), so a size is found at
- * once however many stacks of other sizes wait there; a stack of a ninth
- * size at once is unmapped instead. Beyond BB_STACK_WARM_MAX stacks of its
- * size there, a spilled stack gives its pages back, all but the top few a
- * new thread touches at once.
+ * Per P: an array of BB_STACK_LOCAL_MAX entries of any sizes (the warmest
+ * last), searched from the warm end; a full one gives its colder half to
+ * the global cache under sched.gflock. The global cache keeps one array
+ * per size (BB_STACK_CLASSES of them), so a size is found at once however
+ * many stacks of other sizes wait there; a stack of a ninth size at once
+ * is unmapped instead. Beyond BB_STACK_WARM_MAX stacks of its size there,
+ * a spilled stack gives its pages back, all but the top few a new thread
+ * touches at once. A P that finds none of its own takes up to half its
+ * array's worth from there in one copy.
+ *
+ * The entries are arrays, not lists threaded through the stacks: a burst
+ * whose threads end on one P and start on another moves every stack
+ * through the global cache, and a list walk there was a chain of cache
+ * (and TLB) misses, one per stack, each in the other CPU's cache, under
+ * gflock (a tenth of spawn_batch's time at P=2).
  *
  * Stacks no thread has taken for a while are unmapped, as Go frees unused
  * stack spans: sysmon calls bb_stack_trim about once a second, which
- * unmaps each size's cold list (stacks that waited since the trim before)
- * and makes the hot one (spilled since) cold. A program that once had
- * 10,000 threads, or whose sizes change, keeps no memory for them 1-2 s
- * later. Nothing reads a cached stack's TCB: a G gives it up under its
- * lock (pthread_cancel, pthread_getcpuclockid and dlopen's TLS fill look
- * there), and a thread id is matched without it (bb_g_by_tid).
- *
- * A stack's entry sits in the top cache line of the stack itself, below
- * its TCB's block: a page every used stack has touched, and that the
- * release keeps. */
-typedef struct stk {
-	struct stk *next;
-	void *map;      /* the mapping, guard first */
-	void *tcb;      /* the TCB at its top, or NULL */
-	uintptr_t hi;   /* the stack's end (its TCB's block above) */
-	size_t mapsize; /* the whole mapping */
-	size_t guard;   /* the guard at its bottom */
-} stk;
+ * unmaps each size's cold entries (stacks that waited since the trim
+ * before: the array's bottom, which no take has reached since) and makes
+ * the rest cold. A program that once had 10,000 threads, or whose sizes
+ * change, keeps no memory for them 1-2 s later. Nothing reads a cached
+ * stack's TCB: a G gives it up under its lock (pthread_cancel,
+ * pthread_getcpuclockid and dlopen's TLS fill look there), and a thread
+ * id is matched without it (bb_g_by_tid). */
 
 /* Pages below the top few go back to the kernel, if the thread went down
  * that far: the page just below them tells (mincore, which changes
@@ -232,7 +228,7 @@ typedef struct stk {
  * stack, 2,048 entries, a tenth). A thread that reached deeper without
  * touching that page (a big array written at its far end only) keeps
  * those pages cached until the stack is unmapped (bb_stack_trim). */
-static void stk_release(stk *s)
+static void stk_release(const bb_stack_unit *s)
 {
 	const size_t keep = 16 * 1024;
 	char *lo = (char *)s->map + s->guard;
@@ -244,19 +240,14 @@ static void stk_release(stk *s)
 		madvise(lo, len - keep, MADV_DONTNEED);
 }
 
-/* unmap every stack of the list (none is in any cache any more) */
-static int32_t stk_unmap_list(stk *s)
+/* unmap n stacks no cache holds any more */
+static void stk_unmap(const bb_stack_unit *s, int32_t n)
 {
-	int32_t n = 0;
-	while (s) {
-		stk *next = s->next; /* s lives in the mapping */
-		if (s->tcb)
-			bb_tcb_free_below(s->tcb);
-		munmap(s->map, s->mapsize);
-		s = next;
-		n++;
+	for (int32_t i = 0; i < n; i++) {
+		if (s[i].tcb)
+			bb_tcb_free_below(s[i].tcb);
+		munmap(s[i].map, s[i].mapsize);
 	}
-	return n;
 }
 
 /* Take the ended gp's stack, no longer run on, into *u for the cache
@@ -278,14 +269,14 @@ bool bb_stack_take(bb_g *gp, bb_stack_unit *u)
 	return true;
 }
 
-/* the global list pair for a size: its own, else a free one made its own
+/* the global class for a size: its own, else a free one made its own
  * (create), else NULL. gflock held. */
 static struct bb_stkclass *stk_class(size_t mapsize, size_t guard, bool create)
 {
 	struct bb_stkclass *spare = NULL;
 	for (int i = 0; i < BB_STACK_CLASSES; i++) {
 		struct bb_stkclass *c = &bb_sched_.stkc[i];
-		if (c->nhot + c->ncold == 0) {
+		if (c->n == 0) {
 			if (spare == NULL)
 				spare = c;
 		} else if (c->mapsize == mapsize && c->guard == guard) {
@@ -299,89 +290,69 @@ static struct bb_stkclass *stk_class(size_t mapsize, size_t guard, bool create)
 	return spare;
 }
 
-/* Give the list to the global cache. warm: a stack past its size's
- * BB_STACK_WARM_MAX is left out and returned, for its pages to be given
- * back before it goes in (a second call, warm false). A stack of a size
- * there is no room for is unmapped. */
-static stk *stk_spill(stk *list, bool warm)
+/* room for one more entry in c: false if its array cannot grow. gflock
+ * held (bobbin's allocator takes only its own lock). */
+static bool stk_room(struct bb_stkclass *c)
 {
-	stk *drop = NULL, *cold = NULL;
-	int32_t n = 0;
+	if (c->n < c->cap)
+		return true;
+	int32_t cap = c->cap ? 2 * c->cap : 64;
+	bb_stack_unit *ent = bb_realloc(c->ent, (size_t)cap * sizeof *ent);
+	if (ent == NULL)
+		return false;
+	c->ent = ent;
+	c->cap = cap;
+	return true;
+}
+
+/* Add n stacks to the global cache; the ones it does not take are packed
+ * into rest (which may be s itself) and counted in the return value. warm:
+ * a stack past its size's BB_STACK_WARM_MAX is left out too, for its pages
+ * to be given back before it goes in. */
+static int32_t stk_insert(const bb_stack_unit *s, int32_t n, bool warm, bb_stack_unit *rest)
+{
+	int32_t in = 0, out = 0;
 	bb_lock_acquire(&bb_sched_.gflock);
-	while (list) {
-		stk *t = list;
-		list = t->next;
-		struct bb_stkclass *c = stk_class(t->mapsize, t->guard, true);
-		stk **to = c == NULL ? &drop : warm && c->nhot + c->ncold >= BB_STACK_WARM_MAX ? &cold : NULL;
-		if (to) {
-			t->next = *to;
-			*to = t;
+	for (int32_t i = 0; i < n; i++) {
+		struct bb_stkclass *c = stk_class(s[i].mapsize, s[i].guard, true);
+		if (c == NULL || (warm && c->n >= BB_STACK_WARM_MAX) || !stk_room(c)) {
+			rest[out++] = s[i];
 			continue;
 		}
-		t->next = c->hot;
-		c->hot = t;
-		c->nhot++;
-		n++;
+		c->ent[c->n++] = s[i];
+		in++;
 	}
-	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree + n, memory_order_relaxed);
+	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree + in, memory_order_relaxed);
 	bb_lock_release(&bb_sched_.gflock);
-	stk_unmap_list(drop);
-	return cold;
+	return out;
+}
+
+/* Give n stacks (n <= BB_STACK_LOCAL_MAX / 2) to the global cache. One
+ * past its size's warm ones gives its pages back first (outside gflock,
+ * no thread can take it meanwhile); one of a size there is no room for is
+ * unmapped. */
+static void stk_spill(const bb_stack_unit *s, int32_t n)
+{
+	bb_stack_unit rest[BB_STACK_LOCAL_MAX / 2];
+	int32_t nrest = stk_insert(s, n, true, rest);
+	for (int32_t i = 0; i < nrest; i++)
+		stk_release(&rest[i]);
+	if (nrest)
+		nrest = stk_insert(rest, nrest, false, rest);
+	stk_unmap(rest, nrest);
 }
 
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 {
-	stk *s = (stk *)(u->hi - 64);
-	s->map = u->map;
-	s->tcb = u->tcb;
-	s->hi = u->hi;
-	s->mapsize = u->mapsize;
-	s->guard = u->guard;
-	s->next = pp->stkfree;
-	pp->stkfree = s;
-	if (++pp->nstkfree < BB_STACK_LOCAL_MAX)
-		return;
-	/* keep the warmer half, spill the rest */
-	stk *keep = pp->stkfree;
-	for (int32_t i = 1; i < BB_STACK_LOCAL_MAX / 2; i++)
-		keep = keep->next;
-	stk *spill = keep->next;
-	keep->next = NULL;
-	pp->nstkfree = BB_STACK_LOCAL_MAX / 2;
-	stk *cold = stk_spill(spill, true); /* past its size's warm stacks */
-	if (cold) {
-		for (stk *t = cold; t; t = t->next)
-			stk_release(t); /* no thread can take it meanwhile */
-		stk_spill(cold, false);
+	if (pp->nstkfree == BB_STACK_LOCAL_MAX) {
+		/* keep the warmer half, spill the rest */
+		const int32_t half = BB_STACK_LOCAL_MAX / 2;
+		stk_spill(pp->stkfree, half);
+		memmove(pp->stkfree, pp->stkfree + half,
+			(size_t)(BB_STACK_LOCAL_MAX - half) * sizeof *u);
+		pp->nstkfree -= half;
 	}
-}
-
-/* unlink and return the first entry of a P's list (BB_STACK_LOCAL_MAX at
- * most) that is of mapsize and guard, or NULL */
-static stk *stk_find(stk **list, size_t mapsize, size_t guard)
-{
-	for (; *list; list = &(*list)->next) {
-		stk *s = *list;
-		if (s->mapsize == mapsize && s->guard == guard) {
-			*list = s->next;
-			return s;
-		}
-	}
-	return NULL;
-}
-
-/* the warmest stack of a class, or NULL. gflock held. */
-static stk *stk_pop(struct bb_stkclass *c)
-{
-	stk *s = c->hot;
-	if (s) {
-		c->hot = s->next;
-		c->nhot--;
-	} else if ((s = c->cold) != NULL) {
-		c->cold = s->next;
-		c->ncold--;
-	}
-	return s;
+	pp->stkfree[pp->nstkfree++] = *u;
 }
 
 /* A cached stack of mapsize bytes with a guard of guard bytes for gp, with
@@ -389,42 +360,57 @@ static stk *stk_pop(struct bb_stkclass *c)
  * From the global cache, up to half a P's worth of them come along. */
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 {
-	stk *s = stk_find((stk **)&pp->stkfree, mapsize, guard);
-	if (s)
+	bb_stack_unit s;
+	int32_t i = pp->nstkfree - 1;
+	while (i >= 0 && (pp->stkfree[i].mapsize != mapsize || pp->stkfree[i].guard != guard))
+		i--;
+	if (i >= 0) {
+		s = pp->stkfree[i];
 		pp->nstkfree--;
-	else if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed)) {
+		memmove(&pp->stkfree[i], &pp->stkfree[i + 1], (size_t)(pp->nstkfree - i) * sizeof s);
+	} else {
+		if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed) == 0)
+			return false;
+		int32_t take = 0;
 		bb_lock_acquire(&bb_sched_.gflock);
-		int32_t n = 0;
 		struct bb_stkclass *c = stk_class(mapsize, guard, false);
-		s = c ? stk_pop(c) : NULL;
-		for (stk *more; s && n < BB_STACK_LOCAL_MAX / 2 - 1 && (more = stk_pop(c)); n++) {
-			more->next = pp->stkfree;
-			pp->stkfree = more;
+		if (c) {
+			/* the warmest come along, as warmest in pp's array too */
+			take = c->n < BB_STACK_LOCAL_MAX / 2 ? c->n : BB_STACK_LOCAL_MAX / 2;
+			if (take - 1 > BB_STACK_LOCAL_MAX - pp->nstkfree)
+				take = BB_STACK_LOCAL_MAX - pp->nstkfree + 1;
+			int32_t lo = c->n - take;
+			s = c->ent[c->n - 1];
+			memcpy(&pp->stkfree[pp->nstkfree], &c->ent[lo], (size_t)(take - 1) * sizeof s);
+			pp->nstkfree += take - 1;
+			c->n = lo;
+			if (c->ncold > lo)
+				c->ncold = lo;
+			atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - take,
+					      memory_order_relaxed);
 		}
-		atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n - (s != NULL),
-				      memory_order_relaxed);
 		bb_lock_release(&bb_sched_.gflock);
-		pp->nstkfree += n;
+		if (take == 0)
+			return false;
 	}
-	if (s == NULL)
-		return false;
-	gp->stack_map = s->map;
-	gp->stack_mapsize = s->mapsize;
-	gp->guardsize = s->guard;
-	gp->stack_lo = (uintptr_t)s->map + s->guard;
-	gp->stack_hi = s->hi;
-	gp->stack_top = (uintptr_t)s->map + s->mapsize;
+	gp->stack_map = s.map;
+	gp->stack_mapsize = s.mapsize;
+	gp->guardsize = s.guard;
+	gp->stack_lo = (uintptr_t)s.map + s.guard;
+	gp->stack_hi = s.hi;
+	gp->stack_top = (uintptr_t)s.map + s.mapsize;
 	gp->user_stack = false;
-	gp->unit_tcb = s->tcb != NULL;
-	if (s->tcb)
-		gp->tcb = s->tcb;
+	gp->unit_tcb = s.tcb != NULL;
+	if (s.tcb)
+		gp->tcb = s.tcb;
 	return true;
 }
 
 /* Unmap the global cache's stacks that no thread took since the trim
  * before, if that was BB_STACK_TRIM_NS ago or more (sysmon, about once a
  * second); the ones spilled since wait for the next. Returns how many
- * were unmapped. The unmapping happens outside gflock. */
+ * were unmapped. A class keeps its warm entries in a new array, sized to
+ * them, and the unmapping happens outside gflock. */
 int32_t bb_stack_trim(int64_t now)
 {
 	static int64_t last;
@@ -433,22 +419,37 @@ int32_t bb_stack_trim(int64_t now)
 	last = now;
 	if (atomic_load_explicit(&bb_sched_.nstkfree, memory_order_relaxed) == 0)
 		return 0;
-	stk *drop[BB_STACK_CLASSES];
-	int32_t n = 0;
+	bb_stack_unit *drop[BB_STACK_CLASSES];
+	int32_t ndrop[BB_STACK_CLASSES], n = 0;
 	bb_lock_acquire(&bb_sched_.gflock);
 	for (int i = 0; i < BB_STACK_CLASSES; i++) {
 		struct bb_stkclass *c = &bb_sched_.stkc[i];
-		drop[i] = c->cold;
-		n += c->ncold;
-		c->cold = c->hot;
-		c->ncold = c->nhot;
-		c->hot = NULL;
-		c->nhot = 0;
+		drop[i] = NULL;
+		ndrop[i] = 0;
+		if (c->ncold > 0) {
+			int32_t keep = c->n - c->ncold, cap = keep ? 64 : 0;
+			while (cap < keep)
+				cap *= 2;
+			bb_stack_unit *ent = cap ? bb_alloc((size_t)cap * sizeof *ent) : NULL;
+			if (cap && ent == NULL)
+				continue; /* the next trim, then */
+			if (keep)
+				memcpy(ent, c->ent + c->ncold, (size_t)keep * sizeof *ent);
+			drop[i] = c->ent;
+			ndrop[i] = c->ncold;
+			n += c->ncold;
+			c->ent = ent;
+			c->n = keep;
+			c->cap = cap;
+		}
+		c->ncold = c->n;
 	}
 	atomic_store_explicit(&bb_sched_.nstkfree, bb_sched_.nstkfree - n, memory_order_relaxed);
 	bb_lock_release(&bb_sched_.gflock);
-	for (int i = 0; i < BB_STACK_CLASSES; i++)
-		stk_unmap_list(drop[i]);
+	for (int i = 0; i < BB_STACK_CLASSES; i++) {
+		stk_unmap(drop[i], ndrop[i]);
+		bb_free(drop[i]);
+	}
 	return n;
 }
 
