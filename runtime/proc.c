@@ -457,9 +457,81 @@ static void resetspinning(void)
 
 /* ---- running a G ---- */
 
+/* ---- a new G's TCB ----
+ *
+ * A new G's TCB (one at the top of its stack) is filled in when the G
+ * first runs, not by its creator: on the CPU that runs it, and on the
+ * stack that CPU ran a thread on last, if its P has one of the same size
+ * cached (bb_stack_swap: the stack the creator picked goes to that cache
+ * in its place, never touched). A burst of threads that one CPU makes and
+ * another runs then runs on a few stacks warm in the runner's caches; the
+ * creator had written each new TCB (its lines last in the other CPU's
+ * cache) and the G's first steps missed on every line again.
+ *
+ * Until then its TCB and stack bounds are not the thread's yet: another
+ * thread that looks at them (pthread_cancel, pthread_getattr_np,
+ * pthread_getcpuclockid, dlopen's TLS fill) pins them first
+ * (bb_tcb_pin), which fills the TCB in where it is. tcbstate orders the
+ * two: whoever moves it from UNSET to FILLING fills, the other waits for
+ * READY (a few hundred nanoseconds, no lock held by the filler). */
+
+/* fill in gp's TCB (st: UNSET or UNSET_NEW); pp: the P about to run it,
+ * whose warmest stack of its size it may take */
+static void tcb_fill(bb_g *gp, uint8_t st, bb_p *pp)
+{
+	bool reused = st == BB_TCB_UNSET;
+	if (pp && bb_stack_swap(pp, gp)) {
+		reused = true;
+		gp->ctx.rsp = gp->stack_hi & ~(uintptr_t)15;
+		gp->ctx.fsbase = (uint64_t)(uintptr_t)gp->tcb;
+	}
+	bb_tcb_prepare(gp, reused);
+	atomic_store_explicit(&gp->tcbstate, BB_TCB_READY, memory_order_release);
+}
+
+/* true: the caller fills gp's TCB in (*st: how it was); false: it is ready */
+static bool tcb_claim(bb_g *gp, uint8_t *st)
+{
+	uint8_t s = atomic_load_explicit(&gp->tcbstate, memory_order_acquire);
+	for (unsigned spins = 0; s != BB_TCB_READY;) {
+		if (s != BB_TCB_FILLING) {
+			if (atomic_compare_exchange_weak_explicit(&gp->tcbstate, &s, BB_TCB_FILLING,
+								  memory_order_acquire,
+								  memory_order_acquire)) {
+				*st = s;
+				return true;
+			}
+			continue;
+		}
+		if (spins++ < 100)
+			__builtin_ia32_pause();
+		else
+			bb_sys(SYS_sched_yield, 0, 0, 0);
+		s = atomic_load_explicit(&gp->tcbstate, memory_order_acquire);
+	}
+	return false;
+}
+
+void bb_tcb_pin(bb_g *gp)
+{
+	uint8_t st;
+	if (atomic_load_explicit(&gp->tcbstate, memory_order_acquire) != BB_TCB_READY &&
+	    tcb_claim(gp, &st))
+		tcb_fill(gp, st, NULL);
+}
+
+static __attribute__((noinline)) void first_run(bb_p *pp, bb_g *gp)
+{
+	uint8_t st;
+	if (tcb_claim(gp, &st))
+		tcb_fill(gp, st, pp);
+}
+
 /* gp becomes mp's G: the bookkeeping of every switch to a G */
 static inline void take_g(bb_m *mp, bb_g *gp, bool inherit_time)
 {
+	if (atomic_load_explicit(&gp->tcbstate, memory_order_acquire) != BB_TCB_READY)
+		first_run(mp->p, gp);
 	bb_cpuclock_switch(mp, gp);
 	mp->curg = gp;
 	mp->lastg = gp; /* whose the kernel's signals for this thread are (rescue_own_signals) */
@@ -1576,7 +1648,15 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 		kp |= BB_KP_AFFINITY;
 	}
 	atomic_store_explicit(&gp->kpending, kp, memory_order_relaxed);
-	bb_tcb_prepare(gp, !fresh_tcb);
+	if (gp->unit_tcb) { /* filled in where it first runs */
+		gp->stkp = pp;
+		gp->stkputs = pp->stkputs;
+		atomic_store_explicit(&gp->tcbstate, fresh_tcb ? BB_TCB_UNSET_NEW : BB_TCB_UNSET,
+				      memory_order_release);
+	} else {
+		atomic_store_explicit(&gp->tcbstate, BB_TCB_READY, memory_order_relaxed);
+		bb_tcb_prepare(gp, !fresh_tcb);
+	}
 
 	memset(&gp->ctx, 0, sizeof gp->ctx);
 	gp->ctx.rsp = gp->stack_hi & ~(uintptr_t)15;

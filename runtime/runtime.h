@@ -162,6 +162,10 @@ struct bb_g {
 	void *own_tcb;        /* a block of the G's own (malloc), for a stack
 			       * without one at its top; kept with the G */
 	bool unit_tcb;        /* tcb sits at the top of the stack mapping */
+	_Atomic uint8_t tcbstate; /* BB_TCB_*: a new G's TCB is filled in when it
+				   * first runs (bb_tcb_pin) */
+	uint32_t stkputs;     /* its P's stkputs when it got its stack (bb_stack_swap) */
+	bb_p *stkp;           /* that P */
 
 	void *(*fn)(void *);
 	void *arg;
@@ -300,6 +304,7 @@ struct bb_p {
 	int32_t gfreecnt;         /* owner P: dead Gs (their TCBs, no stacks), the latest last */
 	bb_g *gfree[BB_GFREE_LOCAL_MAX];
 	int32_t nstkfree;         /* owner P: free stacks, any size, the warmest last (stack.c) */
+	uint32_t stkputs;         /* owner P: stacks put in its cache so far */
 	bb_stack_unit stkfree[BB_STACK_LOCAL_MAX];
 	uint64_t goidcache, goidcacheend; /* owner P: a batch of goids (Go's goidcache) */
 
@@ -595,6 +600,8 @@ void bb_goready_tail(bb_g *gp);
 __attribute__((noreturn)) void bb_goexit(void *result);
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
 void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
+enum { BB_TCB_READY, BB_TCB_UNSET, BB_TCB_UNSET_NEW, BB_TCB_FILLING }; /* bb_g.tcbstate */
+void bb_tcb_pin(bb_g *gp); /* before another thread looks at gp's TCB or stack */
 bb_g *bb_g_from_tcb(void *tcb);
 bb_g *bb_g_at(uintptr_t th); /* the G that is pthread_t th, or NULL */
 int32_t bb_nlive(void);
@@ -704,6 +711,7 @@ int bb_stackalloc(bb_g *gp, size_t size, size_t guard, bool with_tcb);
 bool bb_stack_take(bb_g *gp, bb_stack_unit *u);
 void bb_stack_put(bb_p *pp, const bb_stack_unit *u);
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard);
+bool bb_stack_swap(bb_p *pp, bb_g *gp);
 int32_t bb_stack_trim(int64_t now); /* sysmon: stacks unmapped */
 size_t bb_default_stacksize(void);
 void bb_stack_signal_init(bb_m *mp);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define PAGE 4096ul
+#define BB_STACK_SWAP_AFTER 4
 #define ALTSTACK_SIZE BB_ALTSTACK_SIZE
 
 static size_t default_stacksize;
@@ -353,6 +354,7 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 		pp->nstkfree -= half;
 	}
 	pp->stkfree[pp->nstkfree++] = *u;
+	pp->stkputs++;
 }
 
 /* A cached stack of mapsize bytes with a guard of guard bytes for gp, with
@@ -403,6 +405,35 @@ bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 	gp->unit_tcb = s.tcb != NULL;
 	if (s.tcb)
 		gp->tcb = s.tcb;
+	return true;
+}
+
+/* A new G, about to run first on pp, whose TCB is not filled in yet:
+ * give it pp's warmest cached stack of its size (with the TCB at its
+ * top), and its own stack, never run on, to pp's cache as the coldest.
+ * False: none there, it keeps its own. */
+bool bb_stack_swap(bb_p *pp, bb_g *gp)
+{
+	if (!gp->unit_tcb || gp->user_stack || gp->stack_map == NULL)
+		return false;
+	/* a stack this P handed out since its last few ends is as warm */
+	if (gp->stkp == pp && pp->stkputs - gp->stkputs < BB_STACK_SWAP_AFTER)
+		return false;
+	int32_t i = pp->nstkfree - 1;
+	while (i >= 0 && (pp->stkfree[i].mapsize != gp->stack_mapsize ||
+			  pp->stkfree[i].guard != gp->guardsize || pp->stkfree[i].tcb == NULL))
+		i--;
+	if (i < 0)
+		return false;
+	bb_stack_unit own, s = pp->stkfree[i];
+	bb_stack_take(gp, &own);
+	memmove(&pp->stkfree[1], &pp->stkfree[0], (size_t)i * sizeof s);
+	pp->stkfree[0] = own;
+	gp->stack_map = s.map;
+	gp->stack_lo = (uintptr_t)s.map + s.guard;
+	gp->stack_hi = s.hi;
+	gp->stack_top = (uintptr_t)s.map + s.mapsize;
+	gp->tcb = s.tcb;
 	return true;
 }
 

@@ -335,7 +335,9 @@ BB_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
 	int err = pthread_attr_init(attr);
 	if (err)
 		return err;
-	/* as NPTL: the whole block, its TLS and TCB at the top included */
+	/* as NPTL: the whole block, its TLS and TCB at the top included (the
+	 * stack it runs on: a new thread's is settled here if not yet) */
+	bb_tcb_pin(gp);
 	pthread_attr_setstack(attr, (void *)gp->stack_lo, gp->stack_top - gp->stack_lo);
 	pthread_attr_setguardsize(attr, gp->guardsize);
 	bb_lock_acquire(&gp->lock);
