@@ -423,8 +423,7 @@ static void fill_g(bb_g *gp, void *arg)
 	/* under the G's lock: an ending G gives its TCB to the stack cache
 	 * there, and the cache may unmap it */
 	bb_lock_acquire(&gp->lock);
-	bb_tcb_pin(gp);
-	char *t = gp->tcb;
+	char *t = bb_g_tcb(gp);
 	for (int i = f->first; t && i < f->last; i++) {
 		char *blk = t + mods[i].off;
 		if (t == f->self_tcb && !all_zero(blk, mods[i].memsz))

@@ -475,32 +475,30 @@ static void resetspinning(void)
  * two: whoever moves it from UNSET to FILLING fills, the other waits for
  * READY (a few hundred nanoseconds, no lock held by the filler). */
 
-/* fill in gp's TCB (st: UNSET or UNSET_NEW); pp: the P about to run it,
- * whose warmest stack of its size it may take */
-static void tcb_fill(bb_g *gp, uint8_t st, bb_p *pp)
+/* fill in gp's TCB; pp: the P about to run it, whose warmest stack of its
+ * size it may take. As a block a thread used before (its module images
+ * copied again): a fresh one already holds them, and which of the two the
+ * G ends up on is only known here. */
+static void tcb_fill(bb_g *gp, bb_p *pp)
 {
-	bool reused = st == BB_TCB_UNSET;
 	if (pp && bb_stack_swap(pp, gp)) {
-		reused = true;
 		gp->ctx.rsp = gp->stack_hi & ~(uintptr_t)15;
 		gp->ctx.fsbase = (uint64_t)(uintptr_t)gp->tcb;
 	}
-	bb_tcb_prepare(gp, reused);
+	bb_tcb_prepare(gp, true);
 	atomic_store_explicit(&gp->tcbstate, BB_TCB_READY, memory_order_release);
 }
 
-/* true: the caller fills gp's TCB in (*st: how it was); false: it is ready */
-static bool tcb_claim(bb_g *gp, uint8_t *st)
+/* true: the caller fills gp's TCB in; false: it is ready */
+static bool tcb_claim(bb_g *gp)
 {
 	uint8_t s = atomic_load_explicit(&gp->tcbstate, memory_order_acquire);
 	for (unsigned spins = 0; s != BB_TCB_READY;) {
-		if (s != BB_TCB_FILLING) {
+		if (s == BB_TCB_UNSET) {
 			if (atomic_compare_exchange_weak_explicit(&gp->tcbstate, &s, BB_TCB_FILLING,
 								  memory_order_acquire,
-								  memory_order_acquire)) {
-				*st = s;
+								  memory_order_acquire))
 				return true;
-			}
 			continue;
 		}
 		if (spins++ < 100)
@@ -514,17 +512,21 @@ static bool tcb_claim(bb_g *gp, uint8_t *st)
 
 void bb_tcb_pin(bb_g *gp)
 {
-	uint8_t st;
 	if (atomic_load_explicit(&gp->tcbstate, memory_order_acquire) != BB_TCB_READY &&
-	    tcb_claim(gp, &st))
-		tcb_fill(gp, st, NULL);
+	    tcb_claim(gp))
+		tcb_fill(gp, NULL);
+}
+
+void *bb_g_tcb(bb_g *gp)
+{
+	bb_tcb_pin(gp);
+	return gp->tcb;
 }
 
 static __attribute__((noinline)) void first_run(bb_p *pp, bb_g *gp)
 {
-	uint8_t st;
-	if (tcb_claim(gp, &st))
-		tcb_fill(gp, st, pp);
+	if (tcb_claim(gp))
+		tcb_fill(gp, pp);
 }
 
 /* gp becomes mp's G: the bookkeeping of every switch to a G */
@@ -1651,8 +1653,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	if (gp->unit_tcb) { /* filled in where it first runs */
 		gp->stkp = pp;
 		gp->stkputs = pp->stkputs;
-		atomic_store_explicit(&gp->tcbstate, fresh_tcb ? BB_TCB_UNSET_NEW : BB_TCB_UNSET,
-				      memory_order_release);
+		atomic_store_explicit(&gp->tcbstate, BB_TCB_UNSET, memory_order_release);
 	} else {
 		atomic_store_explicit(&gp->tcbstate, BB_TCB_READY, memory_order_relaxed);
 		bb_tcb_prepare(gp, !fresh_tcb);

@@ -600,8 +600,9 @@ void bb_goready_tail(bb_g *gp);
 __attribute__((noreturn)) void bb_goexit(void *result);
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
 void bb_gfree(bb_g *gp);                  /* recycle a dead, joined G */
-enum { BB_TCB_READY, BB_TCB_UNSET, BB_TCB_UNSET_NEW, BB_TCB_FILLING }; /* bb_g.tcbstate */
+enum { BB_TCB_READY, BB_TCB_UNSET, BB_TCB_FILLING }; /* bb_g.tcbstate */
 void bb_tcb_pin(bb_g *gp); /* before another thread looks at gp's TCB or stack */
+void *bb_g_tcb(bb_g *gp);  /* another G's TCB, pinned (gp->lock held), or NULL */
 bb_g *bb_g_from_tcb(void *tcb);
 bb_g *bb_g_at(uintptr_t th); /* the G that is pthread_t th, or NULL */
 int32_t bb_nlive(void);

@@ -357,15 +357,37 @@ void bb_stack_put(bb_p *pp, const bb_stack_unit *u)
 	pp->stkputs++;
 }
 
+/* the warmest entry of pp's cache of mapsize and guard, or -1 */
+static int32_t stk_local_find(const bb_p *pp, size_t mapsize, size_t guard)
+{
+	int32_t i = pp->nstkfree - 1;
+	while (i >= 0 && (pp->stkfree[i].mapsize != mapsize || pp->stkfree[i].guard != guard))
+		i--;
+	return i;
+}
+
+/* gp runs on the cached stack s (with the TCB at its top if it has one) */
+static void stk_assign(bb_g *gp, const bb_stack_unit *s)
+{
+	gp->stack_map = s->map;
+	gp->stack_mapsize = s->mapsize;
+	gp->guardsize = s->guard;
+	gp->stack_lo = (uintptr_t)s->map + s->guard;
+	gp->stack_hi = s->hi;
+	gp->stack_top = (uintptr_t)s->map + s->mapsize;
+	gp->user_stack = false;
+	gp->unit_tcb = s->tcb != NULL;
+	if (s->tcb)
+		gp->tcb = s->tcb;
+}
+
 /* A cached stack of mapsize bytes with a guard of guard bytes for gp, with
  * the TCB at its top if it has one (gp->tcb, gp->unit_tcb): false if none.
  * From the global cache, up to half a P's worth of them come along. */
 bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 {
 	bb_stack_unit s;
-	int32_t i = pp->nstkfree - 1;
-	while (i >= 0 && (pp->stkfree[i].mapsize != mapsize || pp->stkfree[i].guard != guard))
-		i--;
+	int32_t i = stk_local_find(pp, mapsize, guard);
 	if (i >= 0) {
 		s = pp->stkfree[i];
 		pp->nstkfree--;
@@ -395,16 +417,7 @@ bool bb_stack_get(bb_p *pp, bb_g *gp, size_t mapsize, size_t guard)
 		if (take == 0)
 			return false;
 	}
-	gp->stack_map = s.map;
-	gp->stack_mapsize = s.mapsize;
-	gp->guardsize = s.guard;
-	gp->stack_lo = (uintptr_t)s.map + s.guard;
-	gp->stack_hi = s.hi;
-	gp->stack_top = (uintptr_t)s.map + s.mapsize;
-	gp->user_stack = false;
-	gp->unit_tcb = s.tcb != NULL;
-	if (s.tcb)
-		gp->tcb = s.tcb;
+	stk_assign(gp, &s);
 	return true;
 }
 
@@ -419,21 +432,14 @@ bool bb_stack_swap(bb_p *pp, bb_g *gp)
 	/* a stack this P handed out since its last few ends is as warm */
 	if (gp->stkp == pp && pp->stkputs - gp->stkputs < BB_STACK_SWAP_AFTER)
 		return false;
-	int32_t i = pp->nstkfree - 1;
-	while (i >= 0 && (pp->stkfree[i].mapsize != gp->stack_mapsize ||
-			  pp->stkfree[i].guard != gp->guardsize || pp->stkfree[i].tcb == NULL))
-		i--;
-	if (i < 0)
+	int32_t i = stk_local_find(pp, gp->stack_mapsize, gp->guardsize);
+	if (i < 0 || pp->stkfree[i].tcb == NULL)
 		return false;
 	bb_stack_unit own, s = pp->stkfree[i];
 	bb_stack_take(gp, &own);
 	memmove(&pp->stkfree[1], &pp->stkfree[0], (size_t)i * sizeof s);
 	pp->stkfree[0] = own;
-	gp->stack_map = s.map;
-	gp->stack_lo = (uintptr_t)s.map + s.guard;
-	gp->stack_hi = s.hi;
-	gp->stack_top = (uintptr_t)s.map + s.mapsize;
-	gp->tcb = s.tcb;
+	stk_assign(gp, &s);
 	return true;
 }
 

@@ -189,8 +189,7 @@ BB_EXPORT int pthread_cancel(pthread_t th)
 	 * (under gp->lock): an ended thread's cancellation is a no-op, as
 	 * NPTL's of a thread that has exited */
 	bb_lock_acquire(&gp->lock);
-	bb_tcb_pin(gp); /* not run yet: its TCB filled in here, kept */
-	char *tcb = gp->tcb;
+	char *tcb = bb_g_tcb(gp);
 	if (tcb == NULL) {
 		bb_lock_release(&gp->lock);
 		return 0;

@@ -289,8 +289,7 @@ BB_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clk)
 		/* under the G's lock: an ending G gives its TCB to the stack
 		 * cache there, which may unmap it */
 		bb_lock_acquire(&gp->lock);
-		bb_tcb_pin(gp);
-		tcb = (pthread_t)gp->tcb;
+		tcb = (pthread_t)bb_g_tcb(gp);
 		if (tcb == 0 || atomic_load(&gp->status) == Gdead)
 			err = ESRCH; /* as NPTL's, for a thread that has ended */
 		else
