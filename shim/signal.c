@@ -1578,6 +1578,30 @@ bool bb_sigfd_again_slow(bb_sigfd_state *st, bool failed)
  * signal sent meanwhile comes from the kernel; SIGURG is blocked and waited
  * for too, so that one posted to sigpending just before the wait (the
  * sender saw the thread still running) wakes the wait to look again. */
+/* SIGURG blocked first: a pthread_kill posted from now on ends the kernel
+ * wait, one posted before is seen here (post_blocked); on the G's OS
+ * thread for the wait, in Gsyscall */
+static int wait_look(uint64_t want, siginfo_t *si)
+{
+	bb_g *gp = bb_getg();
+	bb_m *mp = bb_getm();
+	bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(bb_presig()));
+	atomic_store(&gp->sigwait_set, want); /* before the look (post_blocked) */
+	return take_own(gp, want, si);
+}
+
+/* what is left of a sigtimedwait's time-out ts, due at deadline (NULL:
+ * none) */
+static struct timespec *time_left(int64_t deadline, const struct timespec *ts, struct timespec *left)
+{
+	if (ts == NULL)
+		return NULL;
+	int64_t l = deadline - bb_nanotime();
+	left->tv_sec = l > 0 ? l / 1000000000 : 0;
+	left->tv_nsec = l > 0 ? l % 1000000000 : 0;
+	return left;
+}
+
 static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
 	static int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
@@ -1595,31 +1619,21 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 	int ours = bb_presig();
 	bool urg = want & BB_SIGBIT(ours); /* the program's own wait for bobbin's signal */
 	int64_t deadline = ts ? bb_nanotime() + ts->tv_sec * 1000000000ll + ts->tv_nsec : 0;
+	sigset_t set2;
+	memcpy(&set2, set, sizeof set2);
+	sigaddset(&set2, ours);
 	siginfo_t si;
 	for (;;) {
-		bb_testcancel();
-		/* SIGURG blocked first: a pthread_kill posted from now on ends
-		 * the kernel wait below, one posted before is seen here */
-		bb_g *gp = bb_getg();
-		bb_m *mp = bb_getm();
-		bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(ours));
-		atomic_store(&gp->sigwait_set, want); /* before the look (post_blocked) */
-		int sig = take_own(gp, want, &si);
-		struct timespec left, *lp = NULL;
-		if (sig == 0 && ts) {
-			int64_t l = deadline - bb_nanotime();
-			left.tv_sec = l > 0 ? l / 1000000000 : 0;
-			left.tv_nsec = l > 0 ? l % 1000000000 : 0;
-			lp = &left;
-		}
-		if (sig == 0) {
-			sigset_t set2;
-			memcpy(&set2, set, sizeof set2);
-			sigaddset(&set2, ours);
-			sig = BB_IN_SYSCALL(int, real(&set2, &si, lp), true);
-		}
+		struct timespec left;
+		int sig = 0;
+		/* the look and the kernel wait on one OS thread, from entersyscall
+		 * on: the preemption point before it may move the G to another M
+		 * (whose mask lets SIGURG in: a poke landing there before the
+		 * wait was lost, and the wait never woke) */
+		sig = BB_IN_SYSCALL_AT(int, sig ? sig : real(&set2, &si, time_left(deadline, ts, &left)),
+				       true, sig = wait_look(want, &si), (void)0);
 		int e = errno;
-		gp = bb_getg();
+		bb_g *gp = bb_getg();
 		atomic_store(&gp->sigwait_set, 0);
 		bb_apply_sigmask(bb_getm(), gp->sigmask | atomic_load(&gp->procsig));
 		if (sig == ours && !urg)
