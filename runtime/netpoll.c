@@ -503,12 +503,19 @@ void bb_netpoll_link_peers(int fd0, int fd1)
  * was reused); the edge itself still comes and is handled as ever. */
 void bb_netpoll_kick(int fd, uint32_t seq, int mode)
 {
-	/* With an idle P or a spinning M, a spinning M finds the edge by
-	 * polling and runs the waiter there, in parallel with this G (a wake-up here would put both
-	 * on this P and wake an M for nothing). Every P busy: this is the way
-	 * the waiter gets to run soonest. */
-	if (atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0 ||
-	    atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) > 0)
+	/* A spinning M, or an idle P's M asleep in epoll_wait (the edge
+	 * wakes it), finds the edge and runs the waiter there, in parallel
+	 * with this G (a wake-up here would put both on this P and wake an M
+	 * for nothing). Every P busy: this is the way the waiter gets to run
+	 * soonest. An idle P whose M sleeps elsewhere: nobody would see the
+	 * edge before this M polls, once its G gives up the P; the waiter
+	 * goes to this P's runnext instead, and no M is woken for it (a
+	 * ping-pong's G blocks right after: two epoll_waits a round trip
+	 * saved, 3.3 -> 2.3 us over two pipes). A G that runs on instead lets
+	 * it run at its next switch, as the edge would have. */
+	bool idle = atomic_load_explicit(&bb_sched_.npidle, memory_order_relaxed) > 0;
+	if (atomic_load_explicit(&bb_sched_.nmspinning, memory_order_relaxed) > 0 ||
+	    (idle && atomic_load_explicit(&bb_lastpoll, memory_order_relaxed) == 0))
 		return;
 	bb_pd *pd = bb_pd_peek(fd);
 	/* a racy look first: a waiter linking meanwhile gets the edge */
@@ -519,7 +526,16 @@ void bb_netpoll_kick(int fd, uint32_t seq, int mode)
 	if (pd->seq == seq)
 		fire(pd, mode, &list);
 	bb_lock_release(&pd->lock);
-	goready_list(list);
+	if (!idle) {
+		goready_list(list);
+		return;
+	}
+	while (list) {
+		bb_g *gp = list;
+		list = gp->schedlink;
+		gp->schedlink = NULL;
+		bb_goready_here(gp);
+	}
 }
 
 /* ---- polling ---- */
@@ -577,8 +593,11 @@ bb_g *bb_netpoll_masked(int64_t delay, int *count, const uint64_t *mask)
 		for (int mode = 0; mode < 2; mode++) {
 			if (!(mode ? wr : rd))
 				continue;
-			/* (also when it wakes the Gs linked: see poll_epoch) */
-			pd->edge[mode] = epoch;
+			/* (also when it wakes the Gs linked: see poll_epoch).
+			 * Never back: a poller that took its epoch before
+			 * another's may get here after it */
+			if (epoch > pd->edge[mode])
+				pd->edge[mode] = epoch;
 			if (pd->waiters[mode])
 				*count += fire(pd, mode, &list);
 		}

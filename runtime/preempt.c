@@ -68,6 +68,7 @@ static const char *nopreempt; /* BOBBIN_NOPREEMPT: comma-separated name parts */
 
 /* libbobbin's own code: an M interrupted there may be using its P */
 static struct range self_ranges[8];
+uintptr_t bb_self_lo, bb_self_hi; /* their span (runtime.h) */
 static int nself;
 
 static bool excluded(const char *name)
@@ -569,6 +570,12 @@ void bb_preempt_init(void)
 	if (dladdr((void *)getpid, &lc))
 		libcbase = lc.dli_fbase;
 	dl_iterate_phdr(add_ranges, selfbase);
+	for (int i = 0; i < nself; i++) {
+		if (bb_self_lo == 0 || self_ranges[i].lo < bb_self_lo)
+			bb_self_lo = self_ranges[i].lo;
+		if (self_ranges[i].hi > bb_self_hi)
+			bb_self_hi = self_ranges[i].hi;
+	}
 	if (bb_debug.asyncpreemptoff)
 		return;
 	unsigned a, b, c, d;

@@ -1080,11 +1080,18 @@ void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason)
 	gp->waitreason = waitReasonZero;
 }
 
-static void ready(bb_g *gp, bool next);
+static void ready(bb_g *gp, bool next, bool wake);
 
 void bb_goready(bb_g *gp)
 {
-	ready(gp, true);
+	ready(gp, true, true);
+}
+
+/* Ready gp in this P's runnext and wake no idle P for it: the caller knows
+ * its own G is about to give up the P (bb_netpoll_kick) */
+void bb_goready_here(bb_g *gp)
+{
+	ready(gp, true, false);
 }
 
 /* Ready gp behind the Gs already queued here, not in runnext: for a joiner
@@ -1092,10 +1099,10 @@ void bb_goready(bb_g *gp)
  * rest of the batch finished instead of parking once per thread. */
 void bb_goready_tail(bb_g *gp)
 {
-	ready(gp, false);
+	ready(gp, false, true);
 }
 
-static void ready(bb_g *gp, bool next)
+static void ready(bb_g *gp, bool next, bool wake)
 {
 	bool pinned = gp->pinned_wait; /* read before the CAS hands the G over */
 	bb_casgstatus(gp, Gwaiting, Grunnable);
@@ -1116,6 +1123,8 @@ static void ready(bb_g *gp, bool next)
 		if (mp->runs_next && next && mp->curg == NULL && bb_runqlen(mp->p) == 0 &&
 		    atomic_load_explicit(&bb_sched_.runqsize, memory_order_relaxed) == 0)
 			return; /* (with a global G, the 61st tick could run that first) */
+		if (!wake)
+			return;
 	} else {
 		bb_lock_acquire(&bb_sched_.lock);
 		bb_globrunqput(gp);
@@ -1607,6 +1616,7 @@ bb_g *bb_newproc(void *(*fn)(void *), void *arg, const bb_gattr *attr, int *err)
 	gp->goid = pp->goidcache++;
 	gp->clear_tid = NULL;
 	gp->rt_fp = 0;
+	gp->rt_nested = false;
 	gp->fn = fn;
 	gp->arg = arg;
 	gp->result = NULL;

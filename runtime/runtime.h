@@ -596,6 +596,7 @@ bool bb_gosched(void); /* false: nothing else to run, no switch */
  * waiting; returning false from it cancels the park. */
 void bb_gopark(bool (*unlockf)(bb_g *, void *), void *arg, uint32_t reason);
 void bb_goready(bb_g *gp);
+void bb_goready_here(bb_g *gp);
 void bb_goready_tail(bb_g *gp);
 __attribute__((noreturn)) void bb_goexit(void *result);
 bool bb_casgstatus(bb_g *gp, uint32_t from, uint32_t to);
@@ -703,6 +704,8 @@ extern int (*bb_real_pthread_create)(void *, const void *, void *(*)(void *), vo
  * the program's: shim/signal.c) */
 int bb_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 bool bb_pc_in_bobbin(uintptr_t pc); /* pc is in bobbin's own code (preempt.c) */
+/* the span of bobbin's own code (0, 0 until preempt.c has learned it) */
+extern uintptr_t bb_self_lo, bb_self_hi;
 bool bb_pc_lockable(uintptr_t pc); /* code a G must not be switched away in (preempt.c) */
 void bb_acquirep(bb_p *pp);
 __attribute__((noreturn)) void bb_schedule(void);

@@ -121,7 +121,13 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	 * run queue, so nothing here may (shim/signal.c) */
 	if (__builtin_expect(mp->sigframe_fp != 0, 0) && bb_sig_native_live(mp, mp->curg, fp))
 		return false;
-	bool nested = bb_rt_mark(mp->curg, fp, ra); /* bobbin code from here: runtime.h */
+	/* bobbin code from here (runtime.h). Called from bobbin's own code
+	 * (an interposed call's helper asking again): the entry's mark
+	 * stands, and so does what it found; marked again, the entry's own
+	 * live frame made the helper look nested (a pipe write woke no
+	 * reader, a write loop had no preemption point) */
+	bool inner = ra >= bb_self_lo && ra < bb_self_hi;
+	bool nested = inner || bb_rt_mark(mp->curg, fp, ra);
 	if (__builtin_expect(mp->detached, 0)) {
 		bb_reattach();   /* the P was taken while this M was stuck: runtime.h */
 		mp = bb_getm(); /* exitsyscall may have moved the G to another M */
@@ -137,7 +143,8 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	if (__builtin_expect((atomic_load_explicit(&mp->curg->sigpending, memory_order_relaxed) |
 			      atomic_load_explicit(&mp->curg->procsig, memory_order_relaxed)) != 0, 0) &&
 	    !nested)
-		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here */
+		bb_deliver_signals(); /* pthread_kill'ed while parked: run the handler here
+					 (at the entry, not in its helpers) */
 	return true;
 }
 
