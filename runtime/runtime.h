@@ -973,6 +973,30 @@ static inline __attribute__((always_inline)) bool bb_rt_mark(bb_g *gp, uintptr_t
 	return nested;
 }
 
+/* fp (a frame of bobbin's code) is below the live mark through bobbin's
+ * frames alone: a helper of the call that made the mark, not a new entry
+ * from code of the program's (a signal handler's, a callback's) between.
+ * The frame pointers are followed only while each frame's return address
+ * is bobbin's (compiled with frame pointers), up to the mark. */
+static inline bool bb_rt_inner(const bb_g *gp, uintptr_t fp)
+{
+	uintptr_t top = gp->rt_fp;
+	if (top == 0 || fp >= top)
+		return false;
+	for (int i = 0; i < 16; i++) {
+		const uintptr_t *f = (const uintptr_t *)fp;
+		if (!(f[1] >= bb_self_lo && f[1] < bb_self_hi))
+			return false;
+		uintptr_t up = f[0];
+		if (up <= fp || up > top)
+			return false;
+		if (up == top)
+			return ((const uintptr_t *)top)[1] == gp->rt_ra;
+		fp = up;
+	}
+	return false;
+}
+
 /* in the function that is bobbin's entry (a macro: the frame is the caller's) */
 #define BB_RT_MARK(gp) \
 	bb_rt_mark((gp), (uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0))

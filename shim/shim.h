@@ -121,12 +121,12 @@ static inline __attribute__((always_inline)) bool bb_on_g_at(uintptr_t fp, uintp
 	 * run queue, so nothing here may (shim/signal.c) */
 	if (__builtin_expect(mp->sigframe_fp != 0, 0) && bb_sig_native_live(mp, mp->curg, fp))
 		return false;
-	/* bobbin code from here (runtime.h). Called from bobbin's own code
-	 * (an interposed call's helper asking again): the entry's mark
-	 * stands, and so does what it found; marked again, the entry's own
-	 * live frame made the helper look nested (a pipe write woke no
-	 * reader, a write loop had no preemption point) */
-	bool inner = ra >= bb_self_lo && ra < bb_self_hi;
+	/* bobbin code from here (runtime.h). A helper of the call that made
+	 * the live mark asking again: that mark stands, and so does what it
+	 * found (marked again, the entry's own frame made the helper look
+	 * nested: a pipe write woke no reader, a write loop had no
+	 * preemption point) */
+	bool inner = bb_rt_inner(mp->curg, fp);
 	bool nested = inner || bb_rt_mark(mp->curg, fp, ra);
 	if (__builtin_expect(mp->detached, 0)) {
 		bb_reattach();   /* the P was taken while this M was stuck: runtime.h */
