@@ -1189,8 +1189,15 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 			return;
 		}
 	}
+	/* running: the preemption signal makes it look. Or inside a sigwait
+	 * for the signal entered since the caller read st (a G that waited
+	 * for a processor then, and looked before the bit was set): poke the
+	 * wait (it takes bobbin's signal too, and looks again). Its
+	 * sigwait_set stored before its look, the bit set here before this
+	 * read: one side sees the other (as post_blocked) */
 	bb_m *mp = gp->m;
-	if (st == Grunning && mp && mp->tid > 0 && bb_async_preempt)
+	bool waits = atomic_load(&gp->sigwait_set) & bit;
+	if (mp && mp->tid > 0 && (waits || (st == Grunning && bb_async_preempt)))
 		bb_urg_send(mp->tid);
 	/* parked, or about to park (still running, it may be past its last
 	 * look at sigpending): let it wake and run the handler. Not for a
