@@ -1166,6 +1166,8 @@ void bb_signal_guard_existing(void)
 	}
 }
 
+static bool catch_late_wait(bb_g *gp, int sig, bb_m *mp);
+
 /* Make sig pending for gp, which is not in a system call on its M: a
  * running G takes it at once (the preemption signal makes it call the
  * handler, preempt.c) or at its next call into bobbin, a parked one is
@@ -1189,16 +1191,16 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 			return;
 		}
 	}
-	/* running: the preemption signal makes it look. Or inside a sigwait
-	 * for the signal entered since the caller read st (a G that waited
-	 * for a processor then, and looked before the bit was set): poke the
-	 * wait (it takes bobbin's signal too, and looks again). Its
-	 * sigwait_set stored before its look, the bit set here before this
-	 * read: one side sees the other (as post_blocked) */
+	/* a wait entered since the caller read st (a G that waited for a
+	 * processor then, and looked before the bit was set), or running:
+	 * the preemption signal makes it look */
 	bb_m *mp = gp->m;
-	bool waits = atomic_load(&gp->sigwait_set) & bit;
-	if (mp && mp->tid > 0 && (waits || (st == Grunning && bb_async_preempt)))
-		bb_urg_send(mp->tid);
+	if (mp && mp->tid > 0) {
+		if (catch_late_wait(gp, sig, mp))
+			return;
+		if (st == Grunning && bb_async_preempt)
+			bb_urg_send(mp->tid);
+	}
 	/* parked, or about to park (still running, it may be past its last
 	 * look at sigpending): let it wake and run the handler. Not for a
 	 * signal it blocks: that stays pending (its sigwait, sigpending or an
@@ -1224,21 +1226,31 @@ static void to_kernel(bb_g *gp, bb_m *mp, int sig);
 
 static void post_blocked(bb_g *gp, int sig)
 {
-	uint64_t bit = BB_SIGBIT(sig);
-	atomic_fetch_or(&gp->sigpending, bit);
+	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
 	bb_m *mp = gp->m;
-	if (mp == NULL || mp->tid <= 0)
-		return;
-	/* a masked wait published since the sender looked lets it in (its
-	 * own look at the pending set may have come before the bit): the
-	 * kernel's, on that OS thread, by whichever side takes the bit */
+	if (mp && mp->tid > 0)
+		catch_late_wait(gp, sig, mp);
+}
+
+/* After sig's bit was set for gp (a full barrier): a wait gp published
+ * since the sender looked at it, whose own look at the pending set may
+ * have come before the bit. A masked wait that lets sig in takes it in the
+ * kernel, on that OS thread, by whichever side takes the bit back; a
+ * sigwait for it is poked (it takes bobbin's signal too, and looks again).
+ * The wait stores what it waits for before its look, the sender sets the
+ * bit before this read: one side sees the other. True if the signal went
+ * to the kernel. */
+static bool catch_late_wait(bb_g *gp, int sig, bb_m *mp)
+{
+	uint64_t bit = BB_SIGBIT(sig);
 	if (atomic_load(&gp->status) == Gsyscall && atomic_load(&gp->masked_wait) &&
 	    call_takes(gp, sig) && (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
 		to_kernel(gp, mp, sig);
-		return;
+		return true;
 	}
 	if (atomic_load(&gp->sigwait_set) & bit)
 		bb_urg_send(mp->tid);
+	return false;
 }
 
 /* sig, taken from gp's pending set (its pthread_sigqueue value with it),
