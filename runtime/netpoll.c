@@ -438,14 +438,18 @@ int bb_netpoll_wait_many(const int *fds, const short *events, int n, int64_t dea
 	return err;
 }
 
-/* ready each G of a list made by fire */
-static void goready_list(bb_g *list)
+/* ready each G of a list made by fire; wake false: no idle P is woken for
+ * them (bb_goready_here) */
+static void goready_list(bb_g *list, bool wake)
 {
 	while (list) {
 		bb_g *gp = list;
 		list = gp->schedlink;
 		gp->schedlink = NULL;
-		bb_goready(gp);
+		if (wake)
+			bb_goready(gp);
+		else
+			bb_goready_here(gp);
 	}
 }
 
@@ -469,7 +473,7 @@ void bb_netpoll_close(int fd)
 	pd->known = false; /* the number may be reused for another kind of file */
 	pd->peerfd1 = 0;
 	bb_lock_release(&pd->lock);
-	goready_list(list);
+	goready_list(list, true);
 }
 
 /* Both ends of a pipe or socketpair just made here (each fd fresh): what
@@ -526,16 +530,7 @@ void bb_netpoll_kick(int fd, uint32_t seq, int mode)
 	if (pd->seq == seq)
 		fire(pd, mode, &list);
 	bb_lock_release(&pd->lock);
-	if (!idle) {
-		goready_list(list);
-		return;
-	}
-	while (list) {
-		bb_g *gp = list;
-		list = gp->schedlink;
-		gp->schedlink = NULL;
-		bb_goready_here(gp);
-	}
+	goready_list(list, !idle);
 }
 
 /* ---- polling ---- */

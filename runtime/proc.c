@@ -455,6 +455,17 @@ static void resetspinning(void)
 	bb_wakep();
 }
 
+/* the spin-th wait for another thread that holds no lock we need: a pause
+ * for the first hundred, then a yield of the OS thread (it may be waiting
+ * for this CPU) */
+static void spin_pause(unsigned spin)
+{
+	if (spin < 100)
+		__builtin_ia32_pause();
+	else
+		bb_sys(SYS_sched_yield, 0, 0, 0);
+}
+
 /* ---- running a G ---- */
 
 /* ---- a new G's TCB ----
@@ -501,10 +512,7 @@ static bool tcb_claim(bb_g *gp)
 				return true;
 			continue;
 		}
-		if (spins++ < 100)
-			__builtin_ia32_pause();
-		else
-			bb_sys(SYS_sched_yield, 0, 0, 0);
+		spin_pause(spins++);
 		s = atomic_load_explicit(&gp->tcbstate, memory_order_acquire);
 	}
 	return false;
@@ -512,8 +520,7 @@ static bool tcb_claim(bb_g *gp)
 
 void bb_tcb_pin(bb_g *gp)
 {
-	if (atomic_load_explicit(&gp->tcbstate, memory_order_acquire) != BB_TCB_READY &&
-	    tcb_claim(gp))
+	if (tcb_claim(gp))
 		tcb_fill(gp, NULL);
 }
 
@@ -1045,10 +1052,7 @@ static void park_pinned(bb_g *gp, bool (*unlockf)(bb_g *, void *), void *arg)
 		bb_m *mp = bb_getm();
 		if (atomic_load_explicit(&mp->p->timer0when, memory_order_relaxed) != 0)
 			bb_runtimers(mp->p, bb_nanotime());
-		if (spins < 100)
-			__builtin_ia32_pause();
-		else
-			bb_sys(SYS_sched_yield, 0, 0, 0);
+		spin_pause(spins);
 	}
 	gp->pinned_wait = false;
 	bb_casgstatus(gp, Grunnable, Grunning);

@@ -57,12 +57,8 @@ static const struct timespec *masked_time_init(masked_time *t, const struct time
 
 static bool masked_time_again(masked_time *t)
 {
-	if (t->deadline != 0) {
-		int64_t l = t->deadline - bb_nanotime();
-		l = l > 0 ? l : 0;
-		t->left.tv_sec = l / 1000000000;
-		t->left.tv_nsec = l % 1000000000;
-	}
+	if (t->deadline != 0)
+		bb_ts_left(t->deadline, &t->left, &t->left);
 	return true;
 }
 

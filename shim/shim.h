@@ -424,6 +424,20 @@ static inline bool bb_sigfd_again(bb_sigfd_state *st, bool failed)
 		w_;                                                            \
 	})
 
+/* what is left of time-out ts (NULL: none, returned) until its deadline,
+ * in *left: 0 once passed */
+static inline struct timespec *bb_ts_left(int64_t deadline, const struct timespec *ts,
+					  struct timespec *left)
+{
+	if (ts == NULL)
+		return NULL;
+	int64_t l = deadline - bb_nanotime();
+	l = l > 0 ? l : 0;
+	left->tv_sec = l / 1000000000;
+	left->tv_nsec = l % 1000000000;
+	return left;
+}
+
 /* signal.c: the signals of gp's pending set that mask lets in, to the
  * kernel queue of its OS thread (gp in Gsyscall there, its masked wait
  * published) */

@@ -1176,21 +1176,6 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 {
 	uint64_t bit = BB_SIGBIT(sig);
 	atomic_fetch_or(&gp->sigpending, bit);
-	if ((bit & atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed) &
-	     __atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED)) &&
-	    gp->nsigq == 0 && atomic_load(&gp->status) == Gsyscall) {
-		/* it went into a system call since the caller looked, and may
-		 * wait on a signalfd there, which sees only its OS thread's
-		 * signals: unless its lend (bb_sigfd_begin) took it, the signal
-		 * goes to that thread as pthread_kill sends it there (the bit
-		 * set above and the status read here, against the status set
-		 * and the bits read there: one side sees the other) */
-		bb_m *mp = gp->m;
-		if (mp && mp->tid > 0 && (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
-			bb_rawsyscall6(SYS_tgkill, getpid(), mp->tid, sig, 0, 0, 0);
-			return;
-		}
-	}
 	/* a wait entered since the caller read st (a G that waited for a
 	 * processor then, and looked before the bit was set), or running:
 	 * the preemption signal makes it look */
@@ -1224,6 +1209,19 @@ static void post_signal(bb_g *gp, uint32_t st, int sig)
 static bool call_takes(bb_g *gp, int sig);
 static void to_kernel(bb_g *gp, bb_m *mp, int sig);
 
+/* One of a thread's own signals (own_siginfo's) into OS thread tid's
+ * kernel queue: one with a pthread_sigqueue value as sigqueue's, any other
+ * by tgkill, which makes the same siginfo (the kernel takes a siginfo of
+ * SI_TKILL or SI_USER only from the thread it goes to: from another, EPERM,
+ * and the signal, taken back from the pending set, was lost) */
+static void queue_to_thread(pid_t tid, int sig, const siginfo_t *si)
+{
+	if (si->si_code == SI_QUEUE)
+		bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, (long)si, 0, 0);
+	else
+		bb_rawsyscall6(SYS_tgkill, getpid(), tid, sig, 0, 0, 0);
+}
+
 static void post_blocked(bb_g *gp, int sig)
 {
 	atomic_fetch_or(&gp->sigpending, BB_SIGBIT(sig));
@@ -1234,17 +1232,23 @@ static void post_blocked(bb_g *gp, int sig)
 
 /* After sig's bit was set for gp (a full barrier): a wait gp published
  * since the sender looked at it, whose own look at the pending set may
- * have come before the bit. A masked wait that lets sig in takes it in the
- * kernel, on that OS thread, by whichever side takes the bit back; a
- * sigwait for it is poked (it takes bobbin's signal too, and looks again).
- * The wait stores what it waits for before its look, the sender sets the
- * bit before this read: one side sees the other. True if the signal went
- * to the kernel. */
+ * have come before the bit. A masked wait that lets sig in, or a call that
+ * may wait on a signalfd for it (which sees only its OS thread's signals,
+ * unless its lend, bb_sigfd_begin, took it), takes it in the kernel, on
+ * that OS thread, by whichever side takes the bit back; a sigwait for it
+ * is poked (it takes bobbin's signal too, and looks again). The wait
+ * stores what it waits for (or its status) before its look, the sender
+ * sets the bit before this read: one side sees the other. True if the
+ * signal went to the kernel. */
 static bool catch_late_wait(bb_g *gp, int sig, bb_m *mp)
 {
 	uint64_t bit = BB_SIGBIT(sig);
-	if (atomic_load(&gp->status) == Gsyscall && atomic_load(&gp->masked_wait) &&
-	    call_takes(gp, sig) && (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
+	bool takes = atomic_load(&gp->masked_wait)
+			     ? call_takes(gp, sig)
+			     : (bit & atomic_load_explicit(&bb_sigfd_sigs, memory_order_relaxed) &
+				__atomic_load_n(&gp->sigmask, __ATOMIC_RELAXED)) != 0;
+	if (takes && atomic_load(&gp->status) == Gsyscall &&
+	    (atomic_fetch_and(&gp->sigpending, ~bit) & bit)) {
 		to_kernel(gp, mp, sig);
 		return true;
 	}
@@ -1259,7 +1263,7 @@ static void to_kernel(bb_g *gp, bb_m *mp, int sig)
 {
 	siginfo_t si;
 	own_siginfo(gp, sig, &si, SI_TKILL);
-	bb_rawsyscall6(SYS_rt_tgsigqueueinfo, getpid(), mp->tid, sig, (long)&si, 0, 0);
+	queue_to_thread(mp->tid, sig, &si);
 }
 
 void bb_pending_to_kernel(bb_g *gp, uint64_t mask)
@@ -1499,15 +1503,11 @@ static bool sigfd_lend(bb_g *gp, bb_sigfd_state *st)
 	st->locked = atomic_load(&gp->status) != Gsyscall;
 	if (st->locked)
 		bb_lock_os_thread();
-	pid_t pid = getpid(), tid = bb_getm()->tid;
+	pid_t tid = bb_getm()->tid;
 	siginfo_t si;
 	int sig;
-	while ((sig = take_own(gp, lendable(gp), &si)) != 0) {
-		if (si.si_code == SI_QUEUE) /* pthread_sigqueue's, with its value */
-			bb_rawsyscall6(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si, 0, 0);
-		else /* pthread_kill's: the kernel makes the same siginfo */
-			bb_rawsyscall6(SYS_tgkill, pid, tid, sig, 0, 0, 0);
-	}
+	while ((sig = take_own(gp, lendable(gp), &si)) != 0)
+		queue_to_thread(tid, sig, &si);
 	return true;
 }
 
@@ -1598,8 +1598,10 @@ bool bb_sigfd_again_slow(bb_sigfd_state *st, bool failed)
  * for too, so that one posted to sigpending just before the wait (the
  * sender saw the thread still running) wakes the wait to look again. */
 /* SIGURG blocked first: a pthread_kill posted from now on ends the kernel
- * wait, one posted before is seen here (post_blocked); on the G's OS
- * thread for the wait, in Gsyscall */
+ * wait, one posted before is seen here (catch_late_wait). In Gsyscall, on
+ * the OS thread of the wait: the preemption point before the call may
+ * switch the G away, and back under its own mask, SIGURG let in (a poke
+ * landing then was lost and the wait never woke) */
 static int wait_look(uint64_t want, siginfo_t *si)
 {
 	bb_g *gp = bb_getg();
@@ -1607,18 +1609,6 @@ static int wait_look(uint64_t want, siginfo_t *si)
 	bb_set_sigmask(mp, mp->sigmask | BB_SIGBIT(bb_presig()));
 	atomic_store(&gp->sigwait_set, want); /* before the look (post_blocked) */
 	return take_own(gp, want, si);
-}
-
-/* what is left of a sigtimedwait's time-out ts, due at deadline (NULL:
- * none) */
-static struct timespec *time_left(int64_t deadline, const struct timespec *ts, struct timespec *left)
-{
-	if (ts == NULL)
-		return NULL;
-	int64_t l = deadline - bb_nanotime();
-	left->tv_sec = l > 0 ? l / 1000000000 : 0;
-	left->tv_nsec = l > 0 ? l % 1000000000 : 0;
-	return left;
 }
 
 static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
@@ -1645,11 +1635,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
 	for (;;) {
 		struct timespec left;
 		int sig = 0;
-		/* the look and the kernel wait on one OS thread, from entersyscall
-		 * on: the preemption point before it may move the G to another M
-		 * (whose mask lets SIGURG in: a poke landing there before the
-		 * wait was lost, and the wait never woke) */
-		sig = BB_IN_SYSCALL_AT(int, sig ? sig : real(&set2, &si, time_left(deadline, ts, &left)),
+		sig = BB_IN_SYSCALL_AT(int, sig ? sig : real(&set2, &si, bb_ts_left(deadline, ts, &left)),
 				       true, sig = wait_look(want, &si), (void)0);
 		int e = errno;
 		bb_g *gp = bb_getg();
